@@ -1,0 +1,47 @@
+# make run  : set everything up and start gateway, conversion workers and edit service (foreground; Ctrl-C stops all)
+# make test : set everything up and run the whole test suite
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP_STAMP := $(VENV)/.installed
+NPM_STAMP := converter/node_modules/.installed
+
+export VIEWER_CONFIG ?= ./server_config.json
+export EDIT_SERVICE_PORT ?= 8100
+
+.PHONY: run test setup prerequisites bench clean
+
+setup: prerequisites $(PIP_STAMP) $(NPM_STAMP)
+
+prerequisites:
+	@bash scripts/prerequisites.sh
+
+$(PIP_STAMP): requirements.txt requirements.lock
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c requirements.lock
+	@touch $@
+
+$(NPM_STAMP): converter/package.json converter/package-lock.json
+	cd converter && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+run: setup
+	@data_dir=$$($(PY) -m viewer_gateway.config dataDir) || exit 2; \
+	workers=$$($(PY) -m viewer_gateway.config conversionWorkers) || exit 2; \
+	export VIEWER_DATA_DIR=$${VIEWER_DATA_DIR:-$$data_dir}; \
+	export VIEWER_EDIT_SERVICE_URL=$${VIEWER_EDIT_SERVICE_URL:-http://127.0.0.1:$$EDIT_SERVICE_PORT}; \
+	$(PY) manage.py migrate --noinput -v 0 && \
+	exec $(VENV)/bin/honcho -f Procfile start -c worker=$$workers
+
+test: setup
+	env -u VIEWER_PG_DSN $(PY) -m pytest
+	@if [ -n "$$VIEWER_PG_DSN" ]; then \
+		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \
+		$(PY) -m pytest -m storage; \
+	fi
+
+bench: setup
+	$(PY) bench/conversion.py
+
+clean:
+	rm -rf $(VENV) converter/node_modules

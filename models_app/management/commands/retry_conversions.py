@@ -1,0 +1,23 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from models_app import services
+from viewer_gateway.envelope import ApiError
+
+
+class Command(BaseCommand):
+    help = "Re-queues conversions: failed models by default, every model with --all, or the given model ids."
+
+    def add_arguments(self, parser):
+        parser.add_argument("model_ids", nargs="*", help="model ids (m_ + 16 hex)")
+        parser.add_argument("--all", action="store_true", dest="include_all", help="re-convert every model")
+
+    def handle(self, *args, model_ids, include_all, **options):
+        if model_ids and include_all:
+            raise CommandError("give model ids or --all, not both")
+        try:
+            models = services.retry_conversions(model_ids=model_ids, include_all=include_all)
+        except ApiError as exc:
+            raise CommandError(str(exc.detail)) from None
+        for model in models:
+            self.stdout.write(f"{model.id} {model.name}: re-queued")
+        self.stdout.write(f"{len(models)} conversion(s) re-queued")

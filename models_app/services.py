@@ -1,0 +1,288 @@
+"""Use cases of the models app: upload, retry, delete, conversion queueing and the conversion run itself."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import psutil
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from models_app.conversion.runner import run_pipeline
+from models_app.models import IfcModel
+from models_app.storage import (
+    IFC_FILE,
+    MODEL_ID_RE,
+    STATIC_OUTPUTS,
+    model_dir,
+    publish_file,
+)
+from viewer_gateway.envelope import InvalidInput, NotFound, TooLarge
+
+logger = logging.getLogger(__name__)
+
+STEP_SIGNATURE = b"ISO-10303-21;"
+STALE_HEARTBEAT_SECONDS = 300
+PROGRESS_WRITE_INTERVAL = 1.0
+
+
+# --- selectors -------------------------------------------------------------------------------------------------
+
+
+def model_get(model_id: str) -> IfcModel:
+    if not MODEL_ID_RE.match(model_id or ""):
+        raise NotFound(f"invalid model id {model_id!r}: expected m_ followed by 16 lowercase hex digits")
+    try:
+        return IfcModel.objects.get(pk=model_id)
+    except IfcModel.DoesNotExist:
+        raise NotFound(f"model {model_id} not found") from None
+
+
+def model_list():
+    return IfcModel.objects.order_by("-created_at")
+
+
+# --- upload ----------------------------------------------------------------------------------------------------
+
+
+def _check_step_content(path: Path) -> None:
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    if not head.strip():
+        raise InvalidInput("the file is empty")
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(STEP_SIGNATURE):
+        raise InvalidInput("the file is not an IFC file: it does not start with the ISO-10303-21 STEP header")
+    if b"FILE_SCHEMA" not in head.upper():
+        raise InvalidInput("the file is not an IFC file: its STEP header names no FILE_SCHEMA")
+
+
+def model_upload(*, uploaded_file) -> IfcModel:
+    """Stores an uploaded IFC (already streamed to a temporary file) and queues its conversion."""
+    name = os.path.basename(uploaded_file.name or "").strip()
+    if not name.lower().endswith(".ifc"):
+        raise InvalidInput(f"only .ifc files are accepted, got {name or 'a file without a name'!r}")
+    limit = settings.VIEWER.max_upload_bytes
+    if uploaded_file.size > limit:
+        raise TooLarge(f"file exceeds the upload limit of {limit / (1024 * 1024):g} MB")
+    temp_path = Path(uploaded_file.temporary_file_path())
+    _check_step_content(temp_path)
+
+    model = IfcModel(name=name, size=uploaded_file.size)
+    folder = model_dir(model.id)
+    folder.mkdir(parents=True)
+    try:
+        # hard link, not move: Django still owns (and deletes) the temporary upload file
+        staged = folder / f".{IFC_FILE}.upload"
+        os.link(temp_path, staged)
+        publish_file(staged, folder / IFC_FILE)
+        with transaction.atomic():
+            model.save(force_insert=True)
+            _queue_conversion(model)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return model
+
+
+# --- conversion queue ------------------------------------------------------------------------------------------
+
+
+def _queue_conversion(model: IfcModel) -> None:
+    """Inside a transaction holding the model row: a new revision; enqueue unless a job will pick it up anyway."""
+    from models_app.tasks import convert_model_task
+
+    model.revision += 1
+    model.status = IfcModel.Status.CONVERTING
+    model.error = ""
+    if model.job == IfcModel.Job.IDLE:
+        model.job = IfcModel.Job.QUEUED
+        model.progress_phase, model.progress_percent = "queued", 0
+        convert_model_task.enqueue(model.id)  # same database, same transaction: both or neither
+    # queued: merged into the waiting job; running: the run sees the newer revision and runs again
+    model.save()
+
+
+def request_conversion(model_id: str) -> IfcModel:
+    with transaction.atomic():
+        model = IfcModel.objects.select_for_update().filter(pk=model_id).first()
+        if model is None:
+            raise NotFound(f"model {model_id} not found")
+        _queue_conversion(model)
+    return model
+
+
+def model_retry(model_id: str) -> IfcModel:
+    model_get(model_id)
+    return request_conversion(model_id)
+
+
+def model_delete(model_id: str) -> None:
+    model = model_get(model_id)
+    folder = model_dir(model.id)
+    trash = folder.with_name(f".deleted-{model.id}-{uuid.uuid4().hex[:8]}")
+    if folder.exists():
+        os.replace(folder, trash)
+    try:
+        model.delete()  # issues, overrides and change entries cascade
+    except BaseException:
+        if trash.exists():
+            os.replace(trash, folder)
+        raise
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+# --- conversion run (inside a worker) --------------------------------------------------------------------------
+
+
+def worker_identity() -> str:
+    process = psutil.Process()
+    return f"{socket.gethostname()}:{process.pid}:{int(process.create_time())}"
+
+
+def _worker_alive(identity: str, heartbeat_at) -> bool:
+    host, _, rest = identity.partition(":")
+    pid, _, started = rest.partition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        try:
+            return int(psutil.Process(int(pid)).create_time()) == int(started or 0)
+        except psutil.NoSuchProcess:
+            return False
+    return heartbeat_at is not None and (timezone.now() - heartbeat_at).total_seconds() < STALE_HEARTBEAT_SECONDS
+
+
+def _claim(model_id: str, identity: str) -> int | None:
+    with transaction.atomic():
+        model = IfcModel.objects.select_for_update().filter(pk=model_id).first()
+        if model is None or model.job != IfcModel.Job.QUEUED:
+            return None  # deleted meanwhile, or a duplicate task of a job already handled
+        model.job = IfcModel.Job.RUNNING
+        model.job_worker = identity
+        model.heartbeat_at = timezone.now()
+        model.progress_phase, model.progress_percent = "starting", 0
+        model.save(update_fields=["job", "job_worker", "heartbeat_at", "progress_phase", "progress_percent", "updated_at"])
+        return model.revision
+
+
+def _progress_writer(model_id: str):
+    last_write = 0.0
+
+    def on_progress(phase: str, percent: int) -> None:
+        nonlocal last_write
+        now = time.monotonic()
+        if now - last_write >= PROGRESS_WRITE_INTERVAL or phase == "done":
+            IfcModel.objects.filter(pk=model_id).update(
+                progress_phase=phase, progress_percent=max(0, min(100, percent)), heartbeat_at=timezone.now()
+            )
+            last_write = now
+
+    return on_progress
+
+
+def _publish_outputs(work_dir: Path, folder: Path) -> None:
+    for name in STATIC_OUTPUTS:
+        publish_file(work_dir / name, folder / name)
+
+
+def run_conversion(model_id: str) -> None:
+    """The conversion task: converts the model's current IFC until no newer revision is waiting."""
+    revision = _claim(model_id, worker_identity())
+    if revision is None:
+        return
+    config = settings.VIEWER
+    while True:
+        folder = model_dir(model_id)
+        work_dir = folder / f".convert-{uuid.uuid4().hex[:8]}"
+        try:
+            work_dir.mkdir(parents=True)
+            result = run_pipeline(
+                folder / IFC_FILE,
+                work_dir,
+                node_bin=config.nodeBin,
+                converter_script=config.converterScript,
+                timeout_seconds=config.conversionTimeoutSeconds,
+                on_progress=_progress_writer(model_id),
+            )
+        except OSError as exc:  # the model folder vanished (deleted) or the disk failed
+            result = None
+            error = f"conversion could not run: {exc}"
+        else:
+            error = result.error
+        with transaction.atomic():
+            model = IfcModel.objects.select_for_update().filter(pk=model_id).first()
+            if model is None:
+                shutil.rmtree(work_dir, ignore_errors=True)
+                return
+            if model.revision != revision:
+                revision = model.revision  # the IFC changed during the run: convert again
+                model.progress_phase, model.progress_percent = "restarting", 0
+                model.save(update_fields=["progress_phase", "progress_percent", "updated_at"])
+                shutil.rmtree(work_dir, ignore_errors=True)
+                continue
+            if result is not None and result.ok:
+                _publish_outputs(work_dir, folder)
+                model.status, model.error = IfcModel.Status.READY, ""
+            else:
+                model.status, model.error = IfcModel.Status.FAILED, error or "conversion failed"
+            model.job, model.job_worker = IfcModel.Job.IDLE, ""
+            model.progress_phase, model.progress_percent = "", 0
+            model.save()
+        shutil.rmtree(work_dir, ignore_errors=True)
+        logger.info("conversion of %s finished: %s", model_id, model.status)
+        return
+
+
+def recover_interrupted_conversions() -> list[str]:
+    """Re-queues conversions whose worker died (run at worker start). Returns the model ids re-queued."""
+    from models_app.tasks import convert_model_task
+
+    recovered = []
+    for model in IfcModel.objects.filter(status=IfcModel.Status.CONVERTING):
+        if model.job == IfcModel.Job.RUNNING and _worker_alive(model.job_worker, model.heartbeat_at):
+            continue
+        if model.job == IfcModel.Job.QUEUED and _has_waiting_task(model.id):
+            continue
+        with transaction.atomic():
+            claimed = IfcModel.objects.filter(pk=model.pk, job=model.job, job_worker=model.job_worker).update(
+                job=IfcModel.Job.QUEUED, job_worker="", progress_phase="queued", progress_percent=0
+            )
+            if claimed:
+                convert_model_task.enqueue(model.id)
+                recovered.append(model.id)
+        for leftover in model_dir(model.id).glob(".convert-*") if model.id in recovered else ():
+            shutil.rmtree(leftover, ignore_errors=True)
+    for model_id in recovered:
+        logger.warning("re-queued interrupted conversion of %s", model_id)
+    return recovered
+
+
+def _has_waiting_task(model_id: str) -> bool:
+    from django_tasks_db.models import DBTaskResult
+
+    from models_app.tasks import convert_model_task
+
+    waiting = DBTaskResult.objects.ready().filter(task_path=convert_model_task.module_path)
+    return any(model_id in (result.args_kwargs.get("args") or []) for result in waiting)
+
+
+def remove_deleted_model_leftovers() -> None:
+    """Folders of models whose deletion was interrupted by a crash."""
+    for leftover in Path(settings.MODELS_DIR).glob(".deleted-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def retry_conversions(*, model_ids: list[str] | None = None, include_all: bool = False) -> list[IfcModel]:
+    """manage.py retry_conversions / admin action: failed models by default, all, or the given ids."""
+    if model_ids:
+        models = [model_get(model_id) for model_id in model_ids]
+    elif include_all:
+        models = list(IfcModel.objects.all())
+    else:
+        models = list(IfcModel.objects.filter(status=IfcModel.Status.FAILED))
+    return [request_conversion(model.id) for model in models]

@@ -1,0 +1,98 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from viewer_gateway.config import ConfigError, load_config
+from viewer_gateway.database import postgres_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_config(tmp_path, payload) -> dict:
+    path = tmp_path / "server_config.json"
+    path.write_text(payload if isinstance(payload, str) else json.dumps(payload))
+    return {"VIEWER_CONFIG": str(path)}
+
+
+def test_missing_file_means_spec_defaults(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = load_config({"VIEWER_CONFIG": str(tmp_path / "absent.json")})
+    assert (config.host, config.port, config.maxUploadMB) == ("127.0.0.1", 8090, 200)
+    assert config.dataDir == (tmp_path / "../data").resolve()
+    assert config.converterScript == (tmp_path / "../converter/convert.js").resolve()
+    assert config.nodeBin == "node"
+    assert config.editServiceURL == "http://127.0.0.1:8100"
+    assert config.apiToken == "" and config.pgDSN == ""
+    assert config.corsOrigins == ("http://localhost:5173", "http://localhost:8080")
+
+
+def test_default_path_is_server_config_in_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "server_config.json").write_text(json.dumps({"port": 9999}))
+    assert load_config({}).port == 9999
+
+
+def test_relative_paths_resolve_against_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = write_config(tmp_path, {"dataDir": "store", "converterScript": "conv/convert.js"})
+    config = load_config(env)
+    assert config.dataDir == tmp_path / "store"
+    assert config.converterScript == tmp_path / "conv" / "convert.js"
+
+
+def test_environment_overrides_win_over_the_file(tmp_path):
+    env = write_config(tmp_path, {"apiToken": "file", "pgDSN": "dbname=a", "editServiceURL": "http://a:1"})
+    env.update(
+        VIEWER_API_TOKEN="env-token",
+        VIEWER_PG_DSN="postgresql://u@h:5432/db",
+        VIEWER_EDIT_SERVICE_URL="http://127.0.0.1:9100/",
+        VIEWER_CORS_ORIGINS="https://a.example, https://b.example",
+    )
+    config = load_config(env)
+    assert config.apiToken == "env-token"
+    assert config.pgDSN == "postgresql://u@h:5432/db"
+    assert config.editServiceURL == "http://127.0.0.1:9100"
+    assert config.corsOrigins == ("https://a.example", "https://b.example")
+
+
+@pytest.mark.parametrize(
+    "payload, key",
+    [
+        ('{"port": 80', "not valid JSON"),
+        ("[1, 2]", "top level"),
+        ({"port": "8090"}, "port"),
+        ({"port": True}, "port"),
+        ({"maxUploadMB": -1}, "maxUploadMB"),
+        ({"corsOrigins": [1]}, "corsOrigins"),
+        ({"dataDirr": "x"}, "dataDirr"),
+    ],
+)
+def test_malformed_file_names_the_key(tmp_path, payload, key):
+    with pytest.raises(ConfigError) as error:
+        load_config(write_config(tmp_path, payload))
+    assert key in str(error.value)
+
+
+def test_malformed_file_stops_startup_with_one_line(tmp_path):
+    env = write_config(tmp_path, {"maxUploadMB": "lots"})
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == ['configuration error: maxUploadMB: expected number, got "lots"']
+
+
+@pytest.mark.parametrize(
+    "dsn",
+    ["postgresql://alice:secret@db.example:6543/reviews?sslmode=disable", "host=db.example port=6543 dbname=reviews user=alice password=secret sslmode=disable"],
+)
+def test_both_postgres_dsn_forms(dsn):
+    settings = postgres_settings(dsn)
+    assert settings["ENGINE"] == "django.db.backends.postgresql"
+    assert (settings["NAME"], settings["USER"], settings["PASSWORD"], settings["HOST"], settings["PORT"]) == (
+        "reviews", "alice", "secret", "db.example", "6543"
+    )
+    assert settings["OPTIONS"] == {"sslmode": "disable"}

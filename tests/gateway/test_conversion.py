@@ -1,0 +1,196 @@
+import json
+import time
+
+import psutil
+import pytest
+from django_tasks_db.models import DBTaskResult
+
+from models_app import services
+from models_app.conversion import runner
+from models_app.models import IfcModel
+from models_app.storage import model_dir
+from tests.helpers import MINIMAL_IFC, sample, xkt_entity_ids
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
+
+
+def uploaded(name: str, content: bytes) -> IfcModel:
+    return services.model_upload(uploaded_file=_temp_upload(name, content))
+
+
+def _temp_upload(name, content):
+    from django.core.files.uploadedfile import TemporaryUploadedFile
+
+    upload = TemporaryUploadedFile(name, "application/octet-stream", len(content), None)
+    upload.write(content)
+    upload.flush()
+    return upload
+
+
+def waiting_tasks(model_id: str) -> int:
+    return sum(model_id in r.args_kwargs["args"] for r in DBTaskResult.objects.ready())
+
+
+def test_conversion_publishes_xkt_and_metadata_with_matching_ids():
+    model = uploaded("house.ifc", sample("IfcOpenHouse_IFC4.ifc").read_bytes())
+    services.run_conversion(model.id)
+    model.refresh_from_db()
+    assert (model.status, model.error, model.job) == ("ready", "", "idle")
+    folder = model_dir(model.id)
+    metadata = json.loads((folder / "metadata.json").read_text())
+    meta_ids = {o["id"] for o in metadata["metaObjects"]}
+    entity_ids = xkt_entity_ids((folder / "model.xkt").read_bytes())
+    assert entity_ids and set(entity_ids) <= meta_ids
+    project = next(o for o in metadata["metaObjects"] if o["type"] == "IfcProject")
+    assert metadata["projectId"] == project["id"]
+    assert not [p for p in folder.iterdir() if p.name.startswith(".convert-")]
+
+
+def test_metadata_is_complete_on_duplex():
+    import ifcopenshell
+
+    from models_app.conversion.metadata import build_metadata
+
+    ifc = ifcopenshell.open(str(sample("duplex.ifc")))
+    metadata = build_metadata(ifc)
+    assert len(metadata["metaObjects"]) == len(ifc.by_type("IfcProduct")) + 1
+    psets = {p["id"]: p for p in metadata["propertySets"]}
+    referenced = {i for o in metadata["metaObjects"] for i in o.get("propertySetIds", ())}
+    assert referenced == set(psets)
+    assert all(p["type"] == "Pset" for p in psets.values())
+    value_types = {row["type"] for p in psets.values() for row in p["properties"]}
+    assert {"IfcLabel", "IfcBoolean", "IfcLengthMeasure"} <= value_types
+    assert not any(t.isdigit() for t in value_types)
+    # type-object property sets are attached to their occurrences
+    door = ifc.by_type("IfcDoor")[0]
+    door_type_psets = {p.GlobalId for rel in door.IsDefinedBy if rel.is_a("IfcRelDefinesByType") for p in rel.RelatingType.HasPropertySets or ()}
+    door_meta = next(o for o in metadata["metaObjects"] if o["id"] == door.GlobalId)
+    assert door_type_psets and door_type_psets <= set(door_meta["propertySetIds"])
+
+
+def test_metadata_has_quantity_sets_on_ac20():
+    import ifcopenshell
+
+    from models_app.conversion.metadata import build_metadata
+
+    ifc = ifcopenshell.open(str(sample("AC20-FZK-Haus.ifc")))
+    metadata = build_metadata(ifc)
+    quantity_sets = [p for p in metadata["propertySets"] if p["id"] in {q.GlobalId for q in ifc.by_type("IfcElementQuantity")}]
+    assert quantity_sets
+    types = {row["type"] for p in quantity_sets for row in p["properties"]}
+    assert types & {"IfcLengthMeasure", "IfcAreaMeasure", "IfcVolumeMeasure"}
+    wall = ifc.by_type("IfcWall")[0] if ifc.by_type("IfcWall") else ifc.by_type("IfcWallStandardCase")[0]
+    storey = next(o for o in metadata["metaObjects"] if o["id"] == wall.GlobalId)["parent"]
+    assert next(o for o in metadata["metaObjects"] if o["id"] == storey)["type"] == "IfcBuildingStorey"
+
+
+def test_a_broken_ifc_fails_with_a_readable_error():
+    broken = MINIMAL_IFC.replace(b"#1=IFCPROJECT(", b"#1=IFCWALL(#99,")
+    model = uploaded("broken.ifc", broken)
+    services.run_conversion(model.id)
+    model.refresh_from_db()
+    assert model.status == "failed" and model.job == "idle"
+    assert model.error and len(model.error) <= 2048
+    assert not (model_dir(model.id) / "model.xkt").exists()
+
+
+def test_time_limit_kills_the_whole_pipeline(viewer_config):
+    viewer_config(conversionTimeoutSeconds=0.5)
+    model = uploaded("duplex.ifc", sample("duplex.ifc").read_bytes())
+    before = {p.pid for p in psutil.process_iter()}
+    services.run_conversion(model.id)
+    model.refresh_from_db()
+    assert model.status == "failed"
+    assert "time limit of 0.5 s" in model.error
+    time.sleep(0.2)
+    leftovers = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before and "models_app.conversion.pipeline" in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == []
+
+
+def test_requests_while_queued_are_merged():
+    model = uploaded("tiny.ifc", MINIMAL_IFC)
+    for _ in range(3):
+        services.request_conversion(model.id)
+    model.refresh_from_db()
+    assert waiting_tasks(model.id) == 1
+    assert model.revision == 4 and model.job == "queued"
+
+
+def test_request_during_a_run_makes_it_run_again(monkeypatch):
+    model = uploaded("house.ifc", sample("IfcOpenHouse_IFC4.ifc").read_bytes())
+    runs = []
+    real_run = runner.run_pipeline
+
+    def run_and_change_meanwhile(*args, **kwargs):
+        runs.append(IfcModel.objects.get(pk=model.id).revision)
+        if len(runs) == 1:
+            services.request_conversion(model.id)  # e.g. a script run replaced model.ifc
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(services, "run_pipeline", run_and_change_meanwhile)
+    services.run_conversion(model.id)
+    model.refresh_from_db()
+    assert runs == [1, 2]
+    assert model.status == "ready" and model.job == "idle"
+    assert waiting_tasks(model.id) == 1  # the original task; no second task was needed
+
+
+def test_deleted_during_conversion_leaves_nothing(monkeypatch):
+    model = uploaded("house.ifc", sample("IfcOpenHouse_IFC4.ifc").read_bytes())
+    real_run = runner.run_pipeline
+
+    def delete_meanwhile(*args, **kwargs):
+        result = real_run(*args, **kwargs)
+        services.model_delete(model.id)
+        return result
+
+    monkeypatch.setattr(services, "run_pipeline", delete_meanwhile)
+    services.run_conversion(model.id)
+    assert not IfcModel.objects.filter(pk=model.id).exists()
+    assert not model_dir(model.id).exists()
+
+
+def test_progress_is_recorded_while_converting(monkeypatch):
+    model = uploaded("house.ifc", sample("IfcOpenHouse_IFC4.ifc").read_bytes())
+    seen = []
+    real_run = runner.run_pipeline
+
+    def watch(*args, on_progress, **kwargs):
+        def record(phase, percent):
+            on_progress(phase, percent)
+            current = IfcModel.objects.get(pk=model.id)
+            seen.append((current.progress_phase, current.progress_percent))
+
+        return real_run(*args, on_progress=record, **kwargs)
+
+    monkeypatch.setattr(services, "run_pipeline", watch)
+    monkeypatch.setattr(services, "PROGRESS_WRITE_INTERVAL", 0)
+    services.run_conversion(model.id)
+    phases = [phase for phase, _ in seen]
+    assert phases[0] == "reading" and "geometry" in phases and phases[-1] == "done"
+    percents = [percent for _, percent in seen]
+    assert percents == sorted(percents) and percents[-1] == 100
+
+
+def test_recovery_requeues_conversions_of_dead_workers():
+    model = uploaded("tiny.ifc", MINIMAL_IFC)
+    dead = psutil.Popen(["true"])
+    dead.wait()
+    identity = f"{services.socket.gethostname()}:{dead.pid}:{int(time.time()) - 5}"
+    DBTaskResult.objects.all().delete()
+    IfcModel.objects.filter(pk=model.id).update(job="running", job_worker=identity)
+    alive = uploaded("tiny2.ifc", MINIMAL_IFC)
+    DBTaskResult.objects.filter(args_kwargs__args=[alive.id]).delete()
+    IfcModel.objects.filter(pk=alive.id).update(job="running", job_worker=services.worker_identity())
+
+    assert services.recover_interrupted_conversions() == [model.id]
+    model.refresh_from_db()
+    assert model.job == "queued" and waiting_tasks(model.id) == 1
+    assert services.recover_interrupted_conversions() == []
+
+
+def test_recovery_requeues_queued_models_whose_task_is_gone():
+    model = uploaded("tiny.ifc", MINIMAL_IFC)
+    DBTaskResult.objects.all().delete()
+    assert services.recover_interrupted_conversions() == [model.id]
+    assert waiting_tasks(model.id) == 1

@@ -1,0 +1,16 @@
+"""Test settings: the gateway's real settings on a throw-away data directory and configuration file."""
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+_data_dir = Path(tempfile.mkdtemp(prefix="viewer-test-"))
+_config = _data_dir / "server_config.json"
+_config.write_text(json.dumps({"dataDir": str(_data_dir), "converterScript": str(ROOT / "converter" / "convert.js")}))
+os.environ["VIEWER_CONFIG"] = str(_config)
+os.environ.pop("VIEWER_DATA_DIR", None)
+os.environ.pop("VIEWER_API_TOKEN", None)
+
+from viewer_gateway.settings import *  # noqa: E402,F403

@@ -1,0 +1,145 @@
+"""Gateway configuration: server_config.json plus the environment overrides of the spec.
+
+The file's path comes from VIEWER_CONFIG (default ./server_config.json); relative paths inside it are resolved
+against the process working directory. A missing file means defaults; a malformed one stops startup with one line
+naming the offending key (ConfigError).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_CONFIG_PATH = "./server_config.json"
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    host: str = "127.0.0.1"
+    port: int = 8090
+    dataDir: Path = Path("../data")
+    nodeBin: str = "node"
+    converterScript: Path = Path("../converter/convert.js")
+    maxUploadMB: float = 200
+    pgDSN: str = ""
+    editServiceURL: str = "http://127.0.0.1:8100"
+    apiToken: str = ""
+    corsOrigins: tuple[str, ...] = ("http://localhost:5173", "http://localhost:8080")
+    llmAPIKey: str = ""
+    llmBaseURL: str = ""
+    llmModel: str = ""
+    # Extensions beyond the spec's table (documented in the README).
+    conversionTimeoutSeconds: float = 1800
+    conversionWorkers: int = 2
+    redisURL: str = ""
+    source: str = field(default="defaults", compare=False)
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.maxUploadMB * 1024 * 1024)
+
+
+# key -> (accepted JSON types, converter)
+_KEYS = {
+    "host": ((str,), str),
+    "port": ((int,), int),
+    "dataDir": ((str,), Path),
+    "nodeBin": ((str,), str),
+    "converterScript": ((str,), Path),
+    "maxUploadMB": ((int, float), float),
+    "pgDSN": ((str,), str),
+    "editServiceURL": ((str,), lambda v: v.rstrip("/")),
+    "apiToken": ((str,), str),
+    "corsOrigins": ((str, list), None),
+    "llmAPIKey": ((str,), str),
+    "llmBaseURL": ((str,), str),
+    "llmModel": ((str,), str),
+    "conversionTimeoutSeconds": ((int, float), float),
+    "conversionWorkers": ((int,), int),
+    "redisURL": ((str,), str),
+}
+
+_ENV_OVERRIDES = {
+    "pgDSN": "VIEWER_PG_DSN",
+    "editServiceURL": "VIEWER_EDIT_SERVICE_URL",
+    "apiToken": "VIEWER_API_TOKEN",
+    "corsOrigins": "VIEWER_CORS_ORIGINS",
+    "redisURL": "VIEWER_REDIS_URL",
+    # Not in the spec's table: lets `make run` give gateway and edit service one data directory.
+    "dataDir": "VIEWER_DATA_DIR",
+}
+
+
+def _origins(value: str | list) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not all(isinstance(item, str) for item in items):
+        raise ConfigError("corsOrigins: every origin must be a string")
+    return tuple(item.strip().rstrip("/") for item in items if item.strip())
+
+
+def _convert(key: str, value):
+    accepted, converter = _KEYS[key]
+    if isinstance(value, bool) or not isinstance(value, accepted):
+        names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list"}[t] for t in accepted))
+        raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")
+    if key == "corsOrigins":
+        return _origins(value)
+    if key in ("port", "conversionWorkers", "maxUploadMB", "conversionTimeoutSeconds") and value <= 0:
+        raise ConfigError(f"{key}: must be positive, got {value}")
+    return converter(value)
+
+
+def _resolve(path: Path) -> Path:
+    return path if path.is_absolute() else (Path.cwd() / path).resolve()
+
+
+def load_config(environ=None) -> GatewayConfig:
+    environ = os.environ if environ is None else environ
+    path = Path(environ.get("VIEWER_CONFIG") or DEFAULT_CONFIG_PATH)
+    values: dict = {}
+    source = "defaults"
+    if path.exists():
+        source = str(path)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: the top level must be a JSON object")
+        for key, value in raw.items():
+            if key not in _KEYS:
+                raise ConfigError(f"{key}: unknown configuration key in {path}")
+            values[key] = _convert(key, value)
+    for key, env_name in _ENV_OVERRIDES.items():
+        if environ.get(env_name):
+            values[key] = _convert(key, environ[env_name])
+    config = GatewayConfig(**values, source=source)
+    return GatewayConfig(
+        **{
+            **{k: getattr(config, k) for k in _KEYS},
+            "dataDir": _resolve(config.dataDir),
+            "converterScript": _resolve(config.converterScript),
+            "source": source,
+        }
+    )
+
+
+def load_config_or_exit() -> GatewayConfig:
+    try:
+        return load_config()
+    except ConfigError as exc:
+        sys.stderr.write(f"configuration error: {exc}\n")
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    # `python -m viewer_gateway.config KEY` prints one resolved value (used by the Makefile).
+    cfg = load_config_or_exit()
+    print(getattr(cfg, sys.argv[1]) if len(sys.argv) > 1 else cfg)

@@ -1,0 +1,38 @@
+"""DATABASES['default'] from the configuration: PostgreSQL (psycopg 3) when a DSN is set, else SQLite."""
+
+from pathlib import Path
+
+from psycopg.conninfo import conninfo_to_dict
+
+_DJANGO_KEYS = {"dbname": "NAME", "user": "USER", "password": "PASSWORD", "host": "HOST", "port": "PORT"}
+
+
+def postgres_settings(dsn: str) -> dict:
+    """Accepts both DSN forms psycopg does: postgresql://user@host:port/db and 'host=... dbname=...'."""
+    params = conninfo_to_dict(dsn)
+    settings = {"ENGINE": "django.db.backends.postgresql", "CONN_HEALTH_CHECKS": True, "OPTIONS": {}}
+    for key, value in params.items():
+        if key in _DJANGO_KEYS:
+            settings[_DJANGO_KEYS[key]] = value
+        else:
+            settings["OPTIONS"][key] = value
+    settings.setdefault("NAME", settings.get("USER") or "postgres")
+    return settings
+
+
+def sqlite_settings(data_dir: Path) -> dict:
+    # Gateway and workers write concurrently: WAL + IMMEDIATE transactions + busy timeout make writers wait.
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(data_dir / "viewer.sqlite3"),
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        "TEST": {"NAME": str(data_dir / "test-viewer.sqlite3")},
+    }
+
+
+def database_settings(pg_dsn: str, data_dir: Path) -> dict:
+    return postgres_settings(pg_dsn) if pg_dsn else sqlite_settings(data_dir)

@@ -1,0 +1,154 @@
+"""Django settings of the gateway, derived from server_config.json (see viewer_gateway/config.py)."""
+
+import os
+import secrets
+from pathlib import Path
+
+from viewer_gateway.config import load_config_or_exit
+from viewer_gateway.database import database_settings
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VIEWER = load_config_or_exit()
+DATA_DIR = VIEWER.dataDir
+MODELS_DIR = DATA_DIR / "models"
+UPLOAD_TMP_DIR = DATA_DIR / "tmp"
+for _folder in (MODELS_DIR, UPLOAD_TMP_DIR, DATA_DIR / "static"):
+    _folder.mkdir(parents=True, exist_ok=True)
+
+
+def _secret_key() -> str:
+    """A per-data-directory secret, created once, so admin sessions survive restarts."""
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(secrets.token_urlsafe(50))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    return path.read_text().strip()
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _secret_key()
+DEBUG = os.environ.get("VIEWER_DEBUG") == "1"
+ALLOWED_HOSTS = ["*"]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "corsheaders",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "django_tasks",
+    "django_tasks_db",
+    "channels",
+    "models_app",
+    "issues_app",
+]
+
+MIDDLEWARE = [
+    "corsheaders.middleware.CorsMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "viewer_gateway.auth.BearerTokenMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "viewer_gateway.urls"
+APPEND_SLASH = False
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+ASGI_APPLICATION = "viewer_gateway.asgi.application"
+WSGI_APPLICATION = "viewer_gateway.wsgi.application"
+
+DATABASES = {"default": database_settings(VIEWER.pgDSN, DATA_DIR)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["conversions"],
+    }
+}
+
+CHANNEL_LAYERS = (
+    {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [VIEWER.redisURL]}}}
+    if VIEWER.redisURL
+    else {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+)
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = DATA_DIR / "static"
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = False
+
+# Uploads stream into the data directory (same filesystem as the models, so publishing is a rename).
+FILE_UPLOAD_HANDLERS = ["models_app.uploads.SizeLimitedUploadHandler"]
+FILE_UPLOAD_TEMP_DIR = str(UPLOAD_TMP_DIR)
+FILE_UPLOAD_MAX_MEMORY_SIZE = 0
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+CORS_ALLOWED_ORIGINS = list(VIEWER.corsOrigins)
+from corsheaders.defaults import default_headers  # noqa: E402
+
+CORS_ALLOW_HEADERS = (*default_headers, "last-event-id")
+CORS_EXPOSE_HEADERS = ["Content-Range", "Accept-Ranges", "Content-Length", "ETag", "Content-Disposition"]
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["viewer_gateway.envelope.EnvelopeJSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "rest_framework.parsers.JSONParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "viewer_gateway.envelope.envelope_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Building-model review gateway",
+    "DESCRIPTION": "Gateway REST API. Every JSON response is wrapped in the envelope {code, message, data}.",
+    "VERSION": "0.2.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {"django.request": {"level": "ERROR"}},
+}

@@ -1,0 +1,102 @@
+"""Serving files from the data directory with HTTP Range (206/416), ETag and Last-Modified, streamed."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from django.http import FileResponse, HttpResponse, HttpResponseNotModified
+from django.utils.http import http_date, parse_http_date_safe
+
+RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
+CHUNK = 256 * 1024
+
+
+def _etag(stat: os.stat_result) -> str:
+    return f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
+
+
+def _byte_range(header: str, size: int) -> tuple[int, int] | None | bool:
+    """(start, end) inclusive; None = no usable single range (serve whole); False = unsatisfiable."""
+    match = RANGE_RE.match(header.strip())
+    if not match:
+        return None  # malformed or multi-range: RFC 9110 allows ignoring the header
+    first, last = match.groups()
+    if not first and not last:
+        return None
+    if not first:
+        length = int(last)
+        if length == 0:
+            return False
+        return max(0, size - length), size - 1
+    start = int(first)
+    end = min(int(last), size - 1) if last else size - 1
+    if start >= size or (last and int(last) < start):
+        return False
+    return start, end
+
+
+class _RangeFile:
+    """A file object limited to [start, end], so FileResponse streams exactly that slice."""
+
+    def __init__(self, handle, start: int, end: int):
+        self.handle = handle
+        self.remaining = end - start + 1
+        handle.seek(start)
+
+    def read(self, size: int = -1) -> bytes:
+        if self.remaining <= 0:
+            return b""
+        size = self.remaining if size < 0 else min(size, self.remaining)
+        data = self.handle.read(size)
+        self.remaining -= len(data)
+        return data
+
+    def close(self):
+        self.handle.close()
+
+
+def serve_file(request, path: Path, content_type: str) -> HttpResponse:
+    handle = open(path, "rb")
+    stat = os.fstat(handle.fileno())
+    etag = _etag(stat)
+    headers = {"ETag": etag, "Last-Modified": http_date(stat.st_mtime), "Accept-Ranges": "bytes", "Cache-Control": "no-cache"}
+
+    if_none_match = request.headers.get("If-None-Match")
+    since = parse_http_date_safe(request.headers.get("If-Modified-Since") or "")
+    if (if_none_match and etag in [t.strip() for t in if_none_match.split(",")]) or (
+        not if_none_match and since is not None and int(stat.st_mtime) <= since
+    ):
+        handle.close()
+        response = HttpResponseNotModified()
+        for key, value in headers.items():
+            response[key] = value
+        return response
+
+    byte_range = None
+    range_header = request.headers.get("Range")
+    if_range = request.headers.get("If-Range")
+    if range_header and (not if_range or if_range.strip() == etag):
+        byte_range = _byte_range(range_header, stat.st_size)
+    if byte_range is False:
+        handle.close()
+        response = HttpResponse(status=416)
+        response["Content-Range"] = f"bytes */{stat.st_size}"
+        for key, value in headers.items():
+            response[key] = value
+        return response
+
+    if byte_range:
+        start, end = byte_range
+        response = FileResponse(_RangeFile(handle, start, end), status=206, content_type=content_type)
+        response.block_size = CHUNK
+        response["Content-Range"] = f"bytes {start}-{end}/{stat.st_size}"
+        response["Content-Length"] = str(end - start + 1)
+    else:
+        response = FileResponse(handle, content_type=content_type)
+        response.block_size = CHUNK
+        response["Content-Length"] = str(stat.st_size)
+    for key, value in headers.items():
+        response[key] = value
+    return response

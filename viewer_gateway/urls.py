@@ -1,0 +1,21 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from models_app import urls as models_urls
+
+handler400 = "viewer_gateway.envelope.bad_request_view"
+handler404 = "viewer_gateway.envelope.not_found_view"
+handler500 = "viewer_gateway.envelope.server_error_view"
+
+api_v1 = [
+    *models_urls.api_urlpatterns,
+    path("openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("v1/", include(models_urls.static_urlpatterns)),
+    path("admin/", admin.site.urls),
+]
