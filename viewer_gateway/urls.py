@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from models_app import urls as models_urls
 
@@ -10,7 +10,7 @@ handler500 = "viewer_gateway.envelope.server_error_view"
 
 api_v1 = [
     *models_urls.api_urlpatterns,
-    path("openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
 ]
 

@@ -1,0 +1,116 @@
+"""Starts the real processes (gateway on Daphne, conversion workers, edit service) on free ports with a temporary
+data directory, the way `make run` does, and talks HTTP to them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Stack:
+    def __init__(self, data_dir: Path, *, workers: int = 2, token: str = "", config: dict | None = None):
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.edit_port = free_port()
+        self.token = token
+        self.config_path = data_dir / "server_config.json"
+        self.config_path.write_text(json.dumps({
+            "port": self.port,
+            "dataDir": str(data_dir),
+            "converterScript": str(ROOT / "converter" / "convert.js"),
+            "editServiceURL": f"http://127.0.0.1:{self.edit_port}",
+            "apiToken": token,
+            **(config or {}),
+        }))
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_"))},
+            "VIEWER_CONFIG": str(self.config_path),
+            "VIEWER_DATA_DIR": str(data_dir),
+            "EDIT_SERVICE_PORT": str(self.edit_port),
+            "PYTHONUNBUFFERED": "1",
+        }
+        if os.environ.get("VIEWER_PG_DSN") and os.environ.get("E2E_USE_PG"):
+            self.env["VIEWER_PG_DSN"] = os.environ["VIEWER_PG_DSN"]
+        self.worker_count = workers
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.session = requests.Session()
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _spawn(self, name: str, *args: str) -> subprocess.Popen:
+        log = open(self.data_dir / f"{name}.log", "ab")
+        process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        self.processes[name] = process
+        return process
+
+    def start(self) -> "Stack":
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=self.env, check=True)
+        self._spawn("gateway", "manage.py", "run_gateway")
+        self.start_workers()
+        self.wait_http(f"{self.url}/api/v1/models")
+        return self
+
+    def start_workers(self) -> None:
+        for index in range(self.worker_count):
+            self._spawn(f"worker{index}", "manage.py", "conversion_worker", "--interval", "0.2")
+
+    def kill_workers(self, sig=signal.SIGKILL) -> None:
+        for name, process in list(self.processes.items()):
+            if name.startswith("worker"):
+                process.send_signal(sig)
+                process.wait(timeout=30)
+                del self.processes[name]
+
+    def wait_http(self, url: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.session.get(url, timeout=2).status_code < 500:
+                    return
+            except requests.ConnectionError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"{url} did not come up; logs in {self.data_dir}")
+
+    def api(self, method: str, path: str, **kwargs) -> requests.Response:
+        return self.session.request(method, self.url + path, timeout=120, **kwargs)
+
+    def wait_model(self, model_id: str, timeout: float = 300, until=("ready", "failed")) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            model = self.api("GET", f"/api/v1/models/{model_id}").json()["data"]
+            if model["status"] in until:
+                return model
+            time.sleep(0.2)
+        raise TimeoutError(f"model {model_id} still {model['status']} after {timeout} s")
+
+    def stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self.processes.clear()
