@@ -8,15 +8,23 @@ import { parseArgs } from "node:util";
 import { convert2xkt } from "@xeokit/xeokit-convert/src/convert2xkt.js";
 import { XKTModel, writeXKTModelToArrayBuffer } from "@xeokit/xeokit-convert/src/index.js";
 
-const { values: args } = parseArgs({
-  options: {
+const options = {
     source: { type: "string" },
     metadata: { type: "string" },
     output: { type: "string" },
     "metadata-out": { type: "string" },
     empty: { type: "boolean" },
-  },
-});
+    stdin: { type: "boolean" },
+};
+let { values: args } = parseArgs({ options });
+if (args.stdin) {
+  // Started ahead of time with its modules loaded; the arguments arrive as one JSON array on stdin.
+  const chunks = [];
+  for await (const chunk of process.stdin) chunks.push(chunk);
+  const text = Buffer.concat(chunks).toString("utf-8").trim();
+  if (!text) process.exit(0);
+  ({ values: args } = parseArgs({ options, args: JSON.parse(text) }));
+}
 
 if (args.empty && args.output) {
   // A model without any geometry still gets a (geometry-less) XKT carrying its metadata.

@@ -1,10 +1,13 @@
-"""IFC -> metadata.json + model.xkt, run as a child process of the conversion worker.
+"""IFC -> metadata.json + geometry.glb: the ifcopenshell stage of the conversion, run as a child process.
 
-    python -m models_app.conversion.pipeline --ifc model.ifc --out WORKDIR --node node --converter convert.js
+    python -m models_app.conversion.pipeline --ifc model.ifc --out WORKDIR
 
-Writes WORKDIR/metadata.json and WORKDIR/model.xkt. Progress goes to stdout as JSON lines
-{"phase": ..., "percent": ...}; errors go to stderr (the worker keeps the last 2 KB). Kept free of Django so a crash
-or memory blow-up in a native library only takes this process down.
+Writes WORKDIR/metadata.json and WORKDIR/geometry.glb (GLB node names = IFC GlobalIds), or, when ifcopenshell
+cannot open the file (e.g. schema IFC4X3_RC2), WORKDIR/fallback.txt with the reason, so the worker converts with
+xeokit-convert's own IFC parser instead. The XKT step (node converter/convert.js) runs after this process has
+exited, so the two never hold memory at the same time. Progress goes to stdout as JSON lines
+{"phase": ..., "percent": ...}; errors go to stderr. Kept free of Django: a crash or memory blow-up in a native
+library only takes this process down.
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ import ctypes
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
+# The fast simple CGAL kernel, with OpenCascade for the elements it fails on (typically walls with openings).
+HYBRID_KERNELS = ("cgal-simple", "opencascade")
+METADATA_FILE = "metadata.json"
+GLB_FILE = "geometry.glb"
+FALLBACK_FILE = "fallback.txt"
 
 
 def die_with_parent() -> None:
@@ -30,22 +37,9 @@ def die_with_parent() -> None:
         pass
 
 
-def report(phase: str, percent: int) -> None:
+def report(phase: str, percent: float) -> None:
     sys.stdout.write(json.dumps({"phase": phase, "percent": int(percent)}) + "\n")
     sys.stdout.flush()
-
-
-def run_node(args: argparse.Namespace, *node_args: str) -> None:
-    result = subprocess.run(
-        [args.node, str(args.converter), *node_args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        preexec_fn=die_with_parent,
-        check=False,
-    )
-    if result.returncode != 0:
-        sys.stderr.write(result.stderr.decode("utf-8", "replace")[-4000:])
-        raise SystemExit(f"xeokit-convert exited with code {result.returncode}")
 
 
 def write_json(path: Path, payload: dict) -> None:
@@ -64,7 +58,11 @@ def write_glb(ifc, glb_path: Path, threads: int) -> int:
     serializer.setFile(ifc)
     serializer.setUnitNameAndMagnitude("METER", 1.0)
     serializer.writeHeader()
-    iterator = ifcopenshell.geom.iterator(settings, ifc, threads, exclude=ifc.by_type("IfcOpeningElement"))
+    hybrid_available = all(ifcopenshell.geom.has_geometry_library(kernel) for kernel in HYBRID_KERNELS)
+    library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
+    iterator = ifcopenshell.geom.iterator(
+        settings, ifc, threads, exclude=ifc.by_type("IfcOpeningElement"), geometry_library=library
+    )
     count = 0
     last_report = 0.0
     if iterator.initialize():
@@ -81,56 +79,30 @@ def write_glb(ifc, glb_path: Path, threads: int) -> int:
     return count
 
 
-def convert_with_ifcopenshell(ifc, args: argparse.Namespace) -> None:
-    from models_app.conversion.metadata import build_metadata
-
-    report("metadata", 5)
-    metadata_path = args.out / "metadata.json"
-    write_json(metadata_path, build_metadata(ifc))
-    report("geometry", 15)
-    glb_path = args.out / "geometry.glb"
-    shapes = write_glb(ifc, glb_path, args.threads)
-    report("xkt", 88)
-    if shapes:
-        run_node(args, "--source", str(glb_path), "--metadata", str(metadata_path), "--output", str(args.out / "model.xkt"))
-    else:
-        run_node(args, "--empty", "--metadata", str(metadata_path), "--output", str(args.out / "model.xkt"))
-    glb_path.unlink(missing_ok=True)
-
-
-def convert_with_xeokit_ifc_parser(args: argparse.Namespace, reason: str) -> None:
-    """Fallback for schemas ifcopenshell cannot open (e.g. IFC4X3_RC2): xeokit-convert's web-ifc parser."""
-    from models_app.conversion.metadata import normalise_fallback_metadata
-
-    sys.stderr.write(f"ifcopenshell could not open the file ({reason}); using xeokit-convert's IFC parser\n")
-    report("fallback", 10)
-    raw_metadata = args.out / "fallback-metadata.json"
-    run_node(args, "--source", str(args.ifc), "--output", str(args.out / "model.xkt"), "--metadata-out", str(raw_metadata))
-    metadata = normalise_fallback_metadata(json.loads(raw_metadata.read_text(encoding="utf-8")))
-    write_json(args.out / "metadata.json", metadata)
-    raw_metadata.unlink()
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--ifc", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--node", default="node")
-    parser.add_argument("--converter", type=Path, required=True)
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
     args = parser.parse_args(argv)
     die_with_parent()
 
     import ifcopenshell
 
+    from models_app.conversion.metadata import build_metadata
+
     report("reading", 1)
     try:
         ifc = ifcopenshell.open(str(args.ifc))
     except Exception as exc:  # ifcopenshell raises several types for unsupported schemas and parse errors
-        convert_with_xeokit_ifc_parser(args, f"{type(exc).__name__}: {exc}")
-    else:
-        convert_with_ifcopenshell(ifc, args)
-    report("done", 100)
+        (args.out / FALLBACK_FILE).write_text(f"{type(exc).__name__}: {exc}")
+        return 0
+    report("metadata", 5)
+    write_json(args.out / METADATA_FILE, build_metadata(ifc))
+    report("geometry", 15)
+    shapes = write_glb(ifc, args.out / GLB_FILE, args.threads)
+    if not shapes:
+        (args.out / GLB_FILE).unlink()
     return 0
 
 

@@ -1,4 +1,7 @@
-"""Runs the conversion pipeline in a child process with a time limit, relaying its progress."""
+"""Runs the conversion in child processes under one time limit, relaying progress:
+1. python -m models_app.conversion.pipeline (ifcopenshell: metadata.json + geometry.glb), then
+2. node converter/convert.js (xeokit-convert: GLB + metadata -> model.xkt; or the IFC itself as the fallback).
+"""
 
 from __future__ import annotations
 
@@ -14,10 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from models_app.conversion.pipeline import die_with_parent
+from models_app.conversion.metadata import normalise_fallback_metadata
+from models_app.conversion.pipeline import FALLBACK_FILE, GLB_FILE, METADATA_FILE, die_with_parent, write_json
 
 ERROR_TAIL_BYTES = 2048
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+XKT_FILE = "model.xkt"
+
+
+class ConversionFailed(Exception):
+    pass
 
 
 @dataclass
@@ -26,25 +35,66 @@ class PipelineResult:
     error: str = ""
 
 
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
-
-
 def _pump(stream, lines: queue.Queue) -> None:
     for line in stream:
         lines.put(line)
+    lines.put(None)  # end of output: the process is exiting
 
 
 def _tail(path: Path) -> str:
     with open(path, "rb") as handle:
         handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - ERROR_TAIL_BYTES))
+        handle.seek(max(0, handle.tell() - ERROR_TAIL_BYTES))
         return handle.read().decode("utf-8", "replace").strip()
+
+
+class _Child:
+    """One stage in its own process group (the time limit kills the whole group), stdout lines relayed."""
+
+    def __init__(self, command: list[str], work_dir: Path, name: str, wait_for_input: bool = False):
+        self.name = name
+        self.log_path = work_dir / f"{name}.stderr.log"
+        with open(self.log_path, "wb") as stderr:
+            self.process = subprocess.Popen(
+                command,
+                cwd=PROJECT_ROOT,
+                stdin=subprocess.PIPE if wait_for_input else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
+        self.lines: queue.Queue = queue.Queue()
+        self.reader = threading.Thread(target=_pump, args=(self.process.stdout, self.lines), daemon=True)
+        self.reader.start()
+
+    def send(self, args: list[str]) -> None:
+        self.process.stdin.write(json.dumps(args).encode())
+        self.process.stdin.close()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait()
+
+    def finish(self, deadline: float, on_line: Callable[[str], None], timeout_seconds: float) -> None:
+        try:
+            while (line := self.lines.get(timeout=max(0.0, deadline - time.monotonic()))) is not None:
+                on_line(line)
+            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except (queue.Empty, subprocess.TimeoutExpired):
+            self.kill()
+            raise ConversionFailed(f"conversion exceeded the time limit of {timeout_seconds:g} s and was stopped") from None
+        self.reader.join(timeout=5)
+        code = self.process.returncode
+        if code != 0:
+            tail = _tail(self.log_path) or f"{self.name} exited with code {code}"
+            if code < 0:
+                tail += f"\n({self.name} killed by signal {-code})"
+            raise ConversionFailed(tail[-ERROR_TAIL_BYTES:])
 
 
 def run_pipeline(
@@ -56,51 +106,68 @@ def run_pipeline(
     timeout_seconds: float,
     on_progress: Callable[[str, int], None],
 ) -> PipelineResult:
-    command = [
-        sys.executable, "-m", "models_app.conversion.pipeline",
-        "--ifc", str(ifc_path), "--out", str(out_dir),
-        "--node", node_bin, "--converter", str(converter_script),
-    ]
-    with open(out_dir / "stderr.log", "w+b") as stderr:
-        process = subprocess.Popen(
-            command,
-            cwd=PROJECT_ROOT,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            start_new_session=True,  # own process group: the time limit kills node too
-            preexec_fn=die_with_parent,
-        )
-        lines: queue.Queue = queue.Queue()
-        reader = threading.Thread(target=_pump, args=(process.stdout, lines), daemon=True)
-        reader.start()
-        deadline = time.monotonic() + timeout_seconds
-        timed_out = False
-        while True:
-            try:
-                line = lines.get(timeout=0.25)
-            except queue.Empty:
-                if process.poll() is not None and not reader.is_alive():
-                    break
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    _kill_group(process)
-                    break
-                continue
-            try:
-                progress = json.loads(line)
-                on_progress(progress["phase"], progress["percent"])
-            except (ValueError, KeyError, TypeError):
-                pass
-        process.wait()
-        reader.join(timeout=5)
-        if timed_out:
-            return PipelineResult(False, f"conversion exceeded the time limit of {timeout_seconds:g} s and was stopped")
-        if process.returncode != 0:
-            tail = _tail(out_dir / "stderr.log") or f"conversion process exited with code {process.returncode}"
-            if process.returncode < 0:
-                tail += f"\n(conversion process killed by signal {-process.returncode})"
-            return PipelineResult(False, tail[-ERROR_TAIL_BYTES:])
-        missing = [name for name in ("model.xkt", "metadata.json") if not (out_dir / name).is_file()]
-        if missing:
-            return PipelineResult(False, f"conversion produced no {', '.join(missing)}")
-        return PipelineResult(True)
+    deadline = time.monotonic() + timeout_seconds
+
+    def relay(line: str) -> None:
+        try:
+            progress = json.loads(line)
+            on_progress(progress["phase"], progress["percent"])
+        except (ValueError, KeyError, TypeError):
+            pass
+
+    # node loads xeokit-convert (~0.4 s) while ifcopenshell works; it gets its arguments when the GLB is ready
+    node = _Child([node_bin, "--optimize-for-size", str(converter_script), "--stdin"], out_dir, "xeokit-convert", wait_for_input=True)
+    try:
+        ifc_stage = _Child([sys.executable, "-m", "models_app.conversion.pipeline", "--ifc", str(ifc_path), "--out", str(out_dir)], out_dir, "ifcopenshell")
+        try:
+            ifc_stage.finish(deadline, relay, timeout_seconds)
+        finally:
+            ifc_stage.kill()
+        metadata, xkt, raw = out_dir / METADATA_FILE, out_dir / XKT_FILE, out_dir / "fallback-metadata.json"
+        fallback = (out_dir / FALLBACK_FILE).exists()
+        if fallback:
+            on_progress("fallback", 10)
+            node.send(["--source", str(ifc_path), "--output", str(xkt), "--metadata-out", str(raw)])
+        elif (out_dir / GLB_FILE).exists():
+            on_progress("xkt", 88)
+            node.send(["--source", str(out_dir / GLB_FILE), "--metadata", str(metadata), "--output", str(xkt)])
+        else:
+            on_progress("xkt", 88)
+            node.send(["--empty", "--metadata", str(metadata), "--output", str(xkt)])
+        node.finish(deadline, relay, timeout_seconds)
+        if fallback:
+            write_json(metadata, normalise_fallback_metadata(json.loads(raw.read_text(encoding="utf-8"))))
+    except ConversionFailed as exc:
+        return PipelineResult(False, str(exc))
+    finally:
+        node.kill()
+    on_progress("done", 100)
+    missing = [p.name for p in (out_dir / XKT_FILE, out_dir / METADATA_FILE) if not p.is_file()]
+    if missing:
+        return PipelineResult(False, f"conversion produced no {', '.join(missing)}")
+    return PipelineResult(True)
+
+
+def main(argv=None) -> int:
+    """Standalone conversion (operators, benchmarks): python -m models_app.conversion.runner --ifc F --out DIR"""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--ifc", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--node", default="node")
+    parser.add_argument("--converter", type=Path, default=PROJECT_ROOT / "converter" / "convert.js")
+    parser.add_argument("--timeout", type=float, default=1800)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = run_pipeline(
+        args.ifc.resolve(), args.out.resolve(), node_bin=args.node, converter_script=args.converter.resolve(),
+        timeout_seconds=args.timeout, on_progress=lambda phase, percent: print(f"{phase} {percent}%", flush=True),
+    )
+    if not result.ok:
+        print(result.error, file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
