@@ -1,0 +1,98 @@
+import secrets
+
+from django.db import models
+
+from models_app.models import IfcModel
+
+ISSUE_ID_PATTERN = r"i_[0-9a-f]{12}"
+OVERRIDE_FIELDS = ("Name", "Description", "Classification", "FireRating", "Comments")
+
+
+def new_issue_id() -> str:
+    return "i_" + secrets.token_hex(6)
+
+
+def new_change_id() -> str:
+    return "c_" + secrets.token_hex(6)
+
+
+class Provenance(models.TextChoices):
+    UI = "UI"
+    AI = "AI"
+
+
+class Issue(models.Model):
+    """A review issue pinned to an element of a model, with an optional PNG screenshot."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        CHECKING = "checking"
+        RESOLVED = "resolved"
+
+    id = models.CharField(primary_key=True, max_length=14, default=new_issue_id, editable=False)
+    model = models.ForeignKey(IfcModel, on_delete=models.CASCADE, related_name="issues")
+    entity_id = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    entity_name = models.CharField(max_length=512, blank=True, default="")
+    entity_type = models.CharField(max_length=128, blank=True, default="")
+    title = models.CharField(max_length=512)
+    comment = models.TextField(blank=True, default="")
+    author = models.CharField(max_length=255, default="local-user")
+    provenance = models.CharField(max_length=2, choices=Provenance.choices, default=Provenance.UI)
+    camera = models.JSONField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
+    screenshot = models.CharField(max_length=64, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.title} ({self.id})"
+
+
+class Override(models.Model):
+    """One whitelisted property value overriding the IFC's value for one element, without touching the IFC."""
+
+    model = models.ForeignKey(IfcModel, on_delete=models.CASCADE, related_name="overrides")
+    entity_id = models.CharField(max_length=64)
+    entity_name = models.CharField(max_length=512, blank=True, default="")
+    field = models.CharField(max_length=32, choices=[(f, f) for f in OVERRIDE_FIELDS])
+    value = models.TextField()
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["model", "entity_id", "field"], name="one_override_per_field")]
+        ordering = ["entity_id", "field"]
+
+    def __str__(self):
+        return f"{self.entity_id}.{self.field} = {self.value}"
+
+
+class ChangeEntry(models.Model):
+    """The model's change log: one entry per changed field (history, never edited)."""
+
+    class Operation(models.TextChoices):
+        UPDATE = "update"
+        MIGRATE = "migrate"
+
+    seq = models.BigAutoField(primary_key=True)  # total order of writes, also between equal timestamps
+    id = models.CharField(unique=True, max_length=14, default=new_change_id, editable=False)
+    model = models.ForeignKey(IfcModel, on_delete=models.CASCADE, related_name="changes")
+    entity_id = models.CharField(max_length=64, db_index=True)
+    entity_name = models.CharField(max_length=512, blank=True, default="")
+    field = models.CharField(max_length=255)
+    old_value = models.TextField(blank=True, default="")
+    new_value = models.TextField(blank=True, default="")
+    author = models.CharField(max_length=255, default="local-user")
+    provenance = models.CharField(max_length=2, choices=Provenance.choices, default=Provenance.UI)
+    operation = models.CharField(max_length=8, choices=Operation.choices, default=Operation.UPDATE)
+    diff = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-seq"]
+        verbose_name_plural = "change entries"
+
+    def __str__(self):
+        return f"{self.entity_id}.{self.field}: {self.old_value!r} -> {self.new_value!r}"

@@ -10,7 +10,7 @@ _DJANGO_KEYS = {"dbname": "NAME", "user": "USER", "password": "PASSWORD", "host"
 def postgres_settings(dsn: str) -> dict:
     """Accepts both DSN forms psycopg does: postgresql://user@host:port/db and 'host=... dbname=...'."""
     params = conninfo_to_dict(dsn)
-    settings = {"ENGINE": "django.db.backends.postgresql", "CONN_HEALTH_CHECKS": True, "OPTIONS": {}}
+    settings = {"ENGINE": "django.db.backends.postgresql", "CONN_MAX_AGE": 60, "CONN_HEALTH_CHECKS": True, "OPTIONS": {}}
     for key, value in params.items():
         if key in _DJANGO_KEYS:
             settings[_DJANGO_KEYS[key]] = value
@@ -25,6 +25,7 @@ def sqlite_settings(data_dir: Path) -> dict:
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(data_dir / "viewer.sqlite3"),
+        "CONN_MAX_AGE": 60,
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": 30,

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
+from issues_app import urls as issues_urls
 from models_app import urls as models_urls
 
 handler400 = "viewer_gateway.envelope.bad_request_view"
@@ -10,12 +11,13 @@ handler500 = "viewer_gateway.envelope.server_error_view"
 
 api_v1 = [
     *models_urls.api_urlpatterns,
+    *issues_urls.api_urlpatterns,
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
 ]
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),
-    path("v1/", include(models_urls.static_urlpatterns)),
+    path("v1/", include(models_urls.static_urlpatterns + issues_urls.static_urlpatterns)),
     path("admin/", admin.site.urls),
 ]

@@ -8,7 +8,7 @@ from viewer_gateway.auth import is_exempt
 pytestmark = pytest.mark.django_db
 
 TOKEN = "s3cret-token"
-SAMPLE_VALUES = {"model_id": "m_0123456789abcdef", "issue_id": "i_0123456789ab", "entity_id": "2O2Fr$t4X7Zf8NOew3FLOH", "file": "i_0123456789ab.png"}
+SAMPLE_VALUES = {"model_id": "m_0123456789abcdef", "issue_id": "i_0123456789ab", "entity_id": "2O2Fr$t4X7Zf8NOew3FLOH", "file_name": "i_0123456789ab.png"}
 METHODS = ["get", "post", "put", "patch", "delete"]
 
 

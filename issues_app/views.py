@@ -1,0 +1,118 @@
+import json
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from issues_app import services
+from issues_app.serializers import (
+    ChangeEntrySerializer,
+    IssueCreateSerializer,
+    IssueInputSerializer,
+    IssuePatchSerializer,
+    IssueSerializer,
+    PropertiesUpdateSerializer,
+)
+from viewer_gateway.envelope import InvalidInput, TooLarge
+from viewer_gateway.static_files import serve_file
+
+MULTIPART_OVERHEAD_BYTES = 1024 * 1024
+
+
+def validated(serializer_class, data) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _provenance_source(data: dict) -> str:
+    return (data.get("provenance") or {}).get("source", "UI")
+
+
+class IssueListView(APIView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(responses=IssueSerializer(many=True), summary="Issues of a model, newest first")
+    def get(self, request, model_id):
+        return Response(IssueSerializer(services.issue_list(model_id), many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": IssueCreateSerializer},
+        responses={200: IssueSerializer, 400: OpenApiResponse(description="40001 invalid issue, 40002 screenshot over 5 MB")},
+        summary="Pin a review issue (optional PNG screenshot)",
+    )
+    def post(self, request, model_id):
+        content_length = request.META.get("CONTENT_LENGTH") or ""
+        if content_length.isdigit() and int(content_length) > services.SCREENSHOT_MAX_BYTES + MULTIPART_OVERHEAD_BYTES:
+            raise TooLarge("screenshot exceeds 5 MB")
+        raw = request.data.get("issue")
+        if raw is None:
+            raise InvalidInput("multipart part 'issue' (a JSON string) is required")
+        try:
+            payload = json.loads(raw)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"part 'issue' is not valid JSON: {exc}") from None
+        if not isinstance(payload, dict):
+            raise InvalidInput("part 'issue' must be a JSON object")
+        data = validated(IssueInputSerializer, payload)
+        issue = services.issue_create(model_id=model_id, data=data, screenshot=request.FILES.get("screenshot"))
+        return Response(IssueSerializer(issue).data)
+
+
+class IssueDetailView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=IssuePatchSerializer, responses=IssueSerializer, summary="Change title, comment or status")
+    def patch(self, request, model_id, issue_id):
+        services.issue_get(model_id, issue_id)
+        if not isinstance(request.data, dict):
+            raise InvalidInput("body must be a JSON object")
+        changes = validated(IssuePatchSerializer, request.data)
+        return Response(IssueSerializer(services.issue_update(model_id=model_id, issue_id=issue_id, changes=changes)).data)
+
+    @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete an issue and its screenshot")
+    def delete(self, request, model_id, issue_id):
+        services.issue_delete(model_id=model_id, issue_id=issue_id)
+        return Response(None)
+
+
+class IssueScreenshotView(APIView):
+    @extend_schema(responses={(200, "image/png"): bytes}, summary="Issue screenshot (anonymous, no envelope)")
+    def get(self, request, model_id, file_name):
+        return serve_file(request, services.screenshot_file(model_id, file_name), "image/png")
+
+
+class OverrideSetView(APIView):
+    @extend_schema(responses={200: OpenApiResponse(description="{entityId: {field: value}}, {} when none")}, summary="Override set of a model")
+    def get(self, request, model_id):
+        return Response(services.override_set(model_id))
+
+
+class EntityPropertiesView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        request=PropertiesUpdateSerializer,
+        responses={200: OpenApiResponse(description="the entity's effective overrides {field: value}")},
+        summary="Override whitelisted properties of an element ('' clears)",
+    )
+    def put(self, request, model_id, entity_id):
+        if not isinstance(request.data, dict):
+            raise InvalidInput("body must be a JSON object")
+        data = validated(PropertiesUpdateSerializer, request.data)
+        effective = services.entity_properties_update(
+            model_id=model_id,
+            entity_id=entity_id,
+            entity_name=data["entityName"],
+            fields=data["fields"],
+            author=data["author"],
+            provenance=_provenance_source(data),
+        )
+        return Response(effective)
+
+
+class ChangeLogView(APIView):
+    @extend_schema(responses=ChangeEntrySerializer(many=True), summary="Change log of a model, newest first")
+    def get(self, request, model_id):
+        return Response(ChangeEntrySerializer(services.change_log(model_id), many=True).data)
