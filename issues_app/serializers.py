@@ -1,3 +1,5 @@
+import datetime
+
 from rest_framework import serializers
 
 from issues_app.models import OVERRIDE_FIELDS, ChangeEntry, Issue, Provenance
@@ -103,7 +105,8 @@ class IssueSerializer(serializers.ModelSerializer):
 
 
 def _iso(moment) -> str:
-    return serializers.DateTimeField().to_representation(moment)
+    """ISO 8601 UTC as DRF's DateTimeField writes it (USE_TZ, UTC): ...+00:00 -> ...Z."""
+    return moment.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 class PropertiesUpdateSerializer(serializers.Serializer):
