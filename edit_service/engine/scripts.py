@@ -1,0 +1,169 @@
+"""Build-script source handling: contract check, PARAMS read and rewrite (libcst, formatting kept), script diffs."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import json
+import math
+
+import libcst as cst
+
+from edit_service.engine.errors import Invalid
+
+PARAMS_NAME = "PARAMS"
+
+
+def script_hash(script: str) -> str:
+    return hashlib.sha256(script.encode("utf-8")).hexdigest()
+
+
+def _params_assignment(module: ast.Module) -> ast.Assign | None:
+    for node in module.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == PARAMS_NAME for t in node.targets):
+            return node
+    return None
+
+
+def check_contract(script: str) -> dict:
+    """Parses the script and checks the contract: a top-level literal dict PARAMS and a build(params, out_path)
+    function. Returns PARAMS. Raises Invalid with a precise reason."""
+    if not isinstance(script, str) or not script.strip():
+        raise Invalid("the script is empty")
+    try:
+        module = ast.parse(script)
+    except SyntaxError as exc:
+        raise Invalid(f"the script has a syntax error at line {exc.lineno}: {exc.msg}") from None
+    params = read_params(module)
+    build = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "build"), None)
+    if build is None or len(build.args.args) < 2:
+        raise Invalid("the script must define build(params, out_path) at top level")
+    return params
+
+
+def read_params(source: str | ast.Module) -> dict:
+    """PARAMS by syntax analysis, without running anything."""
+    module = ast.parse(source) if isinstance(source, str) else source
+    assignment = _params_assignment(module)
+    if assignment is None:
+        raise Invalid(f"the script has no top-level {PARAMS_NAME} = {{...}} literal")
+    try:
+        params = ast.literal_eval(assignment.value)
+    except ValueError:
+        raise Invalid(f"{PARAMS_NAME} must be a literal dict (JSON-compatible values only, nothing computed)") from None
+    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
+        raise Invalid(f"{PARAMS_NAME} must be a dict with string keys")
+    return params
+
+
+def python_literal(value) -> str:
+    """A JSON-compatible value as Python source."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)  # JSON string escapes are valid Python
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise Invalid("PARAMS values must be finite numbers")
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(python_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise Invalid("PARAMS keys must be strings")
+        return "{" + ", ".join(f"{python_literal(k)}: {python_literal(v)}" for k, v in value.items()) + "}"
+    raise Invalid(f"PARAMS values must be JSON-compatible, got {type(value).__name__}")
+
+
+class _ParamsRewriter(cst.CSTTransformer):
+    """Rewrites the PARAMS dict entry by entry: changed values are replaced, removed keys dropped, new keys appended;
+    untouched entries keep their formatting and comments."""
+
+    def __init__(self, new_params: dict):
+        self.new_params = new_params
+        self.found = False
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        if not any(isinstance(t.target, cst.Name) and t.target.value == PARAMS_NAME for t in original.targets):
+            return updated
+        if not isinstance(updated.value, cst.Dict):
+            raise Invalid(f"{PARAMS_NAME} must be a dict literal")
+        self.found = True
+        elements, seen = [], set()
+        for element in updated.value.elements:
+            if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
+                raise Invalid(f"{PARAMS_NAME} keys must be plain string literals")
+            key = ast.literal_eval(element.key.value)
+            seen.add(key)
+            if key not in self.new_params:
+                continue
+            old_value = ast.literal_eval(cst.Module([]).code_for_node(element.value))
+            if old_value != self.new_params[key] or type(old_value) is not type(self.new_params[key]):
+                element = element.with_changes(value=cst.parse_expression(python_literal(self.new_params[key])))
+            elements.append(element)
+        appended = [
+            cst.DictElement(cst.parse_expression(python_literal(k)), cst.parse_expression(python_literal(v)))
+            for k, v in self.new_params.items()
+            if k not in seen
+        ]
+        if appended:
+            separator = _separator(updated.value)
+            if elements:
+                appended[-1] = appended[-1].with_changes(comma=elements[-1].comma)
+                elements[-1] = elements[-1].with_changes(comma=separator)
+            appended = [e.with_changes(comma=separator) for e in appended[:-1]] + appended[-1:]
+            elements += appended
+        return updated.with_changes(value=updated.value.with_changes(elements=elements))
+
+
+def _separator(dict_node: cst.Dict) -> cst.Comma:
+    """The comma + whitespace used between entries (a newline and indent in a multi-line dict), without comments."""
+    for element in dict_node.elements[:-1]:
+        if isinstance(element.comma, cst.Comma):
+            after = element.comma.whitespace_after
+            if isinstance(after, cst.ParenthesizedWhitespace):
+                after = after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+            return element.comma.with_changes(whitespace_after=after)
+    return cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+
+
+def rewrite_params(script: str, new_params: dict) -> str:
+    if not isinstance(new_params, dict):
+        raise Invalid("params must be a JSON object")
+    python_literal(new_params)  # validates the values
+    module = cst.parse_module(script)
+    rewriter = _ParamsRewriter(new_params)
+    rewritten = module.visit(rewriter)
+    if not rewriter.found:
+        raise Invalid(f"the script has no top-level {PARAMS_NAME} = {{...}} literal to rewrite")
+    return rewritten.code
+
+
+def params_changes(old: dict, new: dict) -> dict:
+    return {
+        "added": {k: new[k] for k in new if k not in old},
+        "removed": {k: old[k] for k in old if k not in new},
+        "changed": {k: {"old": old[k], "new": new[k]} for k in new if k in old and old[k] != new[k]},
+    }
+
+
+def _safe_params(script: str) -> dict:
+    try:
+        return read_params(script)
+    except (Invalid, SyntaxError):
+        return {}
+
+
+def script_diff(old: str, new: str, old_label: str, new_label: str) -> dict:
+    """Unified text diff, PARAMS key-level changes and line stats."""
+    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), old_label, new_label))
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return {
+        "unified": "".join(lines),
+        "params": params_changes(_safe_params(old), _safe_params(new)),
+        "stats": {"added": added, "removed": removed, "oldLines": len(old.splitlines()), "newLines": len(new.splitlines())},
+    }

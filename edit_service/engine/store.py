@@ -1,0 +1,98 @@
+"""A model's files in the shared data directory, atomic writes and the per-model lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+
+from filelock import FileLock
+
+from edit_service.engine.errors import NotFound
+
+MODEL_ID_RE = re.compile(r"^m_[0-9a-f]{16}$")
+VERSION_RE = re.compile(r"^v([1-9]\d*)$")
+
+_process_locks: dict[str, threading.Lock] = {}
+_process_locks_guard = threading.Lock()
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Temp file in the same folder, fsync, rename: readers see the old or the new file, never a partial one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def write_json_atomic(path: Path, payload) -> None:
+    write_atomic(path, json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+
+
+def read_json(path: Path, default=None):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return default
+
+
+class ModelFiles:
+    """Paths of one model. `script/` holds the edit service's state (staging, versions, maps, history)."""
+
+    def __init__(self, data_dir: Path, model_id: str):
+        if not MODEL_ID_RE.match(model_id or ""):
+            raise NotFound(f"model {model_id!r} not found (ids look like m_ + 16 lowercase hex digits)")
+        self.model_id = model_id
+        self.root = Path(data_dir) / "models" / model_id
+        self.script_dir = self.root / "script"
+        self.ifc = self.root / "model.ifc"
+        self.bootstrap_ifc = self.root / "bootstrap.ifc"
+        self.staging = self.script_dir / "staging.json"
+        self.working = self.script_dir / "working.json"
+        self.current_map = self.script_dir / "current.map.json"
+        self.current_snapshot = self.script_dir / "current.snapshot.json"
+        self.bootstrap_snapshot = self.script_dir / "bootstrap.snapshot.json"
+        self.versions_dir = self.script_dir / "versions"
+        self.cache_dir = self.script_dir / "cache"
+        self.runs_dir = self.script_dir / "runs"
+        self.history = self.script_dir / "edit-history.json"
+        self.pending = self.script_dir / "pending.json"
+
+    def exists(self) -> bool:
+        return self.root.is_dir()
+
+    def require(self) -> "ModelFiles":
+        if not self.exists():
+            raise NotFound(f"model {self.model_id} not found")
+        self.script_dir.mkdir(exist_ok=True)
+        return self
+
+    def version_file(self, version: str, suffix: str) -> Path:
+        return self.versions_dir / f"{version}{suffix}"
+
+    @contextmanager
+    def lock(self):
+        """One writer per model: a lock in this process plus a file lock across edit-service processes."""
+        with _process_locks_guard:
+            process_lock = _process_locks.setdefault(self.model_id, threading.Lock())
+        with process_lock:
+            self.script_dir.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(self.script_dir / ".lock")):
+                yield

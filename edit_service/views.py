@@ -1,0 +1,196 @@
+"""Thin HTTP layer over edit_service.engine (validation in, engine call, JSON out)."""
+
+import tempfile
+from pathlib import Path
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.decorators import api_view
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from edit_service import serializers as s
+from edit_service.engine import history
+from edit_service.engine.errors import Invalid
+from edit_service.engine.sandbox import Sandbox
+from edit_service.engine.store import ModelFiles
+from edit_service.engine.workflow import Editor
+
+RETIRED_DETAIL = (
+    "Direct IFC editing is retired: the IFC is a product of the model's build script (script-as-source). "
+    "Edit the build script instead (PUT /models/{id}/script, POST /models/{id}/script/edit-call), then run or save."
+)
+
+
+def editor(model_id: str) -> Editor:
+    return Editor(settings.DATA_DIR, Sandbox(settings.SANDBOX_LIMITS), model_id)
+
+
+def validated(serializer_class, data) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+JSON = OpenApiResponse(description="JSON object")
+
+
+@extend_schema(responses={200: JSON}, summary="Liveness")
+@api_view(["GET"])
+def health(request):
+    return Response({"status": "ok"})
+
+
+class PendingView(APIView):
+    @extend_schema(responses={200: JSON}, summary="Pending entries (bookkeeping only; [] when empty)")
+    def get(self, request, model_id):
+        return Response(history.pending(ModelFiles(settings.DATA_DIR, model_id)))
+
+    @extend_schema(responses={200: JSON}, summary="Discard pending entries -> {discarded: n}")
+    def delete(self, request, model_id):
+        files = ModelFiles(settings.DATA_DIR, model_id).require()
+        return Response({"discarded": history.discard_pending(files)})
+
+
+class HistoryView(APIView):
+    @extend_schema(responses={200: JSON}, summary="Edit history (read-only, edit-history.json)")
+    def get(self, request, model_id):
+        return Response(history.history(ModelFiles(settings.DATA_DIR, model_id).require()))
+
+
+class UserEditsView(APIView):
+    @extend_schema(request=s.UserEditsSerializer, responses={200: JSON}, summary="Append user edit events as USER modifications")
+    def post(self, request, model_id):
+        files = ModelFiles(settings.DATA_DIR, model_id).require()
+        data = validated(s.UserEditsSerializer, request.data)
+        with files.lock():
+            entries = history.append_history(files, history.user_edit_entries(data["origin"], data["author"], data["events"]))
+        return Response({"appended": len(entries), "ids": [e["id"] for e in entries]})
+
+
+class VersionsView(APIView):
+    @extend_schema(responses={200: JSON}, summary="{versions: [{version, createdAt}], current}")
+    def get(self, request, model_id):
+        return Response(editor(model_id).version_list())
+
+
+class ScriptsView(APIView):
+    @extend_schema(responses={200: JSON}, summary="Big versions with their scripts' metadata")
+    def get(self, request, model_id):
+        return Response(editor(model_id).script_list())
+
+
+class ScriptView(APIView):
+    @extend_schema(responses={200: JSON}, summary="Current script (staged state, else last saved)")
+    def get(self, request, model_id):
+        return Response(editor(model_id).script_state())
+
+    @extend_schema(request=s.ScriptPutSerializer, responses={200: JSON}, summary="Stage a full script or new PARAMS (exactly one)")
+    def put(self, request, model_id):
+        data = validated(s.ScriptPutSerializer, request.data)
+        return Response(editor(model_id).stage(script=data["script"], params=data["params"], note=data["note"]))
+
+
+class ScriptParamsView(APIView):
+    @extend_schema(responses={200: JSON}, summary="PARAMS by syntax analysis (nothing runs)")
+    def get(self, request, model_id):
+        return Response(editor(model_id).params())
+
+
+class UndoView(APIView):
+    @extend_schema(request=None, responses={200: JSON}, summary="Move the staging cursor back (409 when nothing to undo)")
+    def post(self, request, model_id):
+        return Response(editor(model_id).undo())
+
+
+class RedoView(APIView):
+    @extend_schema(request=None, responses={200: JSON}, summary="Move the staging cursor forward (409 when nothing to redo)")
+    def post(self, request, model_id):
+        return Response(editor(model_id).redo())
+
+
+class DiscardView(APIView):
+    @extend_schema(request=None, responses={200: JSON}, summary="Drop staging; back to the last saved version")
+    def post(self, request, model_id):
+        return Response(editor(model_id).discard())
+
+
+class RunView(APIView):
+    @extend_schema(request=None, responses={200: JSON}, summary="Run the staged script in the sandbox into the working product")
+    def post(self, request, model_id):
+        return Response(editor(model_id).run())
+
+
+class SaveView(APIView):
+    @extend_schema(request=s.SaveSerializer, responses={200: JSON}, summary="Run (if needed) and save a new big version")
+    def post(self, request, model_id):
+        data = validated(s.SaveSerializer, request.data or {})
+        source = (data.get("provenance") or {}).get("source", "UI")
+        return Response(editor(model_id).save(note=data["note"], author=data["author"], provenance=source, operation=data["operation"]))
+
+
+class RollbackView(APIView):
+    @extend_schema(request=s.RollbackSerializer, responses={200: JSON}, summary="Restore a version's script into staging and run it")
+    def post(self, request, model_id):
+        return Response(editor(model_id).rollback(validated(s.RollbackSerializer, request.data)["version"]))
+
+
+class ScriptDiffView(APIView):
+    @extend_schema(request=s.ScriptDiffSerializer, responses={200: JSON}, summary="Script diff of two big versions")
+    def post(self, request, model_id):
+        data = validated(s.ScriptDiffSerializer, request.data)
+        return Response(editor(model_id).script_diff(data["base"], data["target"]))
+
+
+class StagingDiffView(APIView):
+    @extend_schema(
+        parameters=[OpenApiParameter("from", int, required=False), OpenApiParameter("to", int, required=False)],
+        responses={200: JSON}, summary="Diff between two staging steps (default the last two)",
+    )
+    def get(self, request, model_id):
+        query = validated(s.StagingDiffQuerySerializer, request.query_params)
+        return Response(editor(model_id).staging_diff(query.get("from"), query.get("to")))
+
+
+class SemanticDiffView(APIView):
+    @extend_schema(request=s.SemanticDiffSerializer, responses={200: JSON}, summary="Attribute-level diff of two versions (target may be current)")
+    def post(self, request, model_id):
+        data = validated(s.SemanticDiffSerializer, request.data)
+        return Response(editor(model_id).semantic_diff(data["base"], data["target"]))
+
+
+class UploadDiffView(APIView):
+    parser_classes = [MultiPartParser]
+
+    @extend_schema(request={"multipart/form-data": s.UploadSerializer}, responses={200: JSON}, summary="Diff an uploaded IFC against current (nothing stored)")
+    def post(self, request, model_id):
+        upload = validated(s.UploadSerializer, request.data)["file"]
+        model_editor = editor(model_id)
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "upload.ifc"
+            with open(path, "wb") as handle:
+                for chunk in upload.chunks():
+                    handle.write(chunk)
+            if not path.read_bytes()[:64].lstrip().startswith(b"ISO-10303-21;"):
+                raise Invalid("the file is not an IFC (ISO-10303-21) file")
+            return Response(model_editor.upload_diff(path))
+
+
+def _gone(self, request, *args, **kwargs):
+    return Response({"detail": RETIRED_DETAIL}, status=410)
+
+
+_retired = extend_schema(request=None, responses={410: OpenApiResponse(description=RETIRED_DETAIL)}, summary="Retired: direct IFC editing (410)")
+
+
+class RetiredEntityView(APIView):
+    put = delete = _retired(_gone)
+
+
+class RetiredSchemaView(APIView):
+    get = _retired(_gone)
+
+
+class RetiredCommitView(APIView):
+    post = _retired(_gone)
