@@ -113,6 +113,7 @@ class Sandbox:
             "--ro-bind", str(SANDBOX_CODE_DIR), CODE_MOUNT,
             "--bind" if writable else "--ro-bind", str(run_dir), RUN_MOUNT,
             "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+            "--remount-ro", "/",  # the sandbox's own root stays read-only too
             "--chdir", RUN_MOUNT, "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin",
             "--setenv", "HOME", RUN_MOUNT,

@@ -197,13 +197,15 @@ class Editor:
         write_json_atomic(self.files.working, {"scriptHash": product.script_hash})
 
     def _restore_version_product(self, version: str) -> None:
-        ifc = self.versions.ifc_path(version)
-        if ifc is None:
-            ifc = self._rebuild_version_ifc(version)
-        self._replace_file(ifc, self.files.ifc, copy=True)
+        self._replace_file(self.version_ifc(version), self.files.ifc, copy=True)
         write_json_atomic(self.files.current_map, read_json(self.files.version_file(version, ".map.json"), {}))
         write_json_atomic(self.files.current_snapshot, self.versions.snapshot(version))
         write_json_atomic(self.files.working, {"scriptHash": self.versions.meta(version)["scriptHash"]})
+
+    def version_ifc(self, version: str) -> Path:
+        """A version's IFC: materialised (latest), cached, or rebuilt from its script and cached."""
+        self.files.require()
+        return self.versions.ifc_path(version) or self._rebuild_version_ifc(version)
 
     def _rebuild_version_ifc(self, version: str) -> Path:
         with self._run_folder() as folder:
