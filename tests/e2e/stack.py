@@ -67,8 +67,27 @@ class Stack:
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=self.env, check=True)
         self._spawn("gateway", "manage.py", "run_gateway")
         self.start_workers()
+        self.start_edit_service()
         self.wait_http(f"{self.url}/api/v1/models")
         return self
+
+    @property
+    def edit_url(self) -> str:
+        return f"http://127.0.0.1:{self.edit_port}"
+
+    def start_edit_service(self, name: str = "edit", port: int | None = None, extra_env: dict | None = None) -> str:
+        port = port or self.edit_port
+        log = open(self.data_dir / f"{name}.log", "ab")
+        env = {**self.env, "EDIT_SERVICE_PORT": str(port), **(extra_env or {})}
+        self.processes[name] = subprocess.Popen([sys.executable, "-m", "edit_service"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        self.wait_http(f"{url}/health")
+        return url
+
+    def kill(self, name: str, sig=signal.SIGKILL) -> None:
+        process = self.processes.pop(name)
+        process.send_signal(sig)
+        process.wait(timeout=30)
 
     def start_workers(self) -> None:
         for index in range(self.worker_count):
