@@ -70,3 +70,13 @@ class UserEditsSerializer(serializers.Serializer):
     origin = serializers.ChoiceField(choices=["ifc-upload", "dxf-upload"])
     author = serializers.CharField(required=False, default="user-upload")
     events = UserEditEventSerializer(many=True, allow_empty=True)
+
+
+class LocateQuerySerializer(serializers.Serializer):
+    guid = serializers.CharField()
+
+
+class EditCallSerializer(serializers.Serializer):
+    designKey = serializers.CharField()
+    argument = serializers.CharField()
+    value = serializers.JSONField(help_text="a scalar: string, number or boolean")

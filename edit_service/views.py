@@ -153,6 +153,19 @@ class StagingDiffView(APIView):
         return Response(editor(model_id).staging_diff(query.get("from"), query.get("to")))
 
 
+class LocateView(APIView):
+    @extend_schema(parameters=[OpenApiParameter("guid", str, required=True)], responses={200: JSON}, summary="Call site of an element in the build script")
+    def get(self, request, model_id):
+        return Response(editor(model_id).locate(validated(s.LocateQuerySerializer, request.query_params)["guid"]))
+
+
+class EditCallView(APIView):
+    @extend_schema(request=s.EditCallSerializer, responses={200: JSON}, summary="Rewrite one scalar argument of an element's call site, run, stage")
+    def post(self, request, model_id):
+        data = validated(s.EditCallSerializer, request.data)
+        return Response(editor(model_id).edit_call(data["designKey"], data["argument"], data["value"]))
+
+
 class SemanticDiffView(APIView):
     @extend_schema(request=s.SemanticDiffSerializer, responses={200: JSON}, summary="Attribute-level diff of two versions (target may be current)")
     def post(self, request, model_id):

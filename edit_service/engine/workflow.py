@@ -15,12 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from edit_service.engine import history, scripts, semantic_diff
-from edit_service.engine.errors import Invalid, NotFound, RunFailed
+from edit_service.engine.call_rewrite import rewrite_call_argument
+from edit_service.engine.errors import Conflict, Invalid, NotFound, RunFailed
 from edit_service.engine.sandbox import Sandbox
 from edit_service.engine.script_map import build_map
 from edit_service.engine.staging import Staging
 from edit_service.engine.store import ModelFiles, read_json, write_json_atomic
 from edit_service.engine.versions import Versions
+from edit_service.sandbox.script_lib import guid_for
+
+
+def design_key_for(guid: str, script_map: dict) -> str | None:
+    return next((key for key in script_map if guid_for(key) == guid), None)
 
 
 @dataclass
@@ -303,6 +309,48 @@ class Editor:
                     self.files.staging.write_bytes(before)
                 raise
         return {**self._run_result(product, counts), "rolledBackTo": version}
+
+    # --- script map: locate and edit-call ----------------------------------------------------------------------
+
+    def _map_and_script(self) -> tuple[dict, str | None]:
+        envelope = read_json(self.files.current_map) or {"scriptHash": None, "map": {}}
+        script, _ = self.current_script()
+        return envelope, script
+
+    def locate(self, guid: str) -> dict:
+        """The create_entity call site of an element; found false when unknown; stale when the staged script is not
+        the one that produced the map."""
+        self.files.require()
+        envelope, script = self._map_and_script()
+        stale = script is None or envelope.get("scriptHash") != scripts.script_hash(script)
+        key = design_key_for(guid, envelope.get("map", {}))
+        if key is None:
+            return {"found": False, "guid": guid, "stale": stale}
+        return {"found": True, "guid": guid, "designKey": key, **envelope["map"][key], "stale": stale, "scriptHash": envelope["scriptHash"]}
+
+    def edit_call(self, design_key: str, argument: str, value) -> dict:
+        """Locate, rewrite one scalar argument, contract check + sandbox run, push one staging step. Any failure:
+        no side effect (409 when staging and map diverged, 422 otherwise)."""
+        self.files.require()
+        with self.files.lock():
+            envelope, script = self._map_and_script()
+            if script is None or envelope.get("scriptHash") != scripts.script_hash(script):
+                raise Conflict("the staged script is not the one the script map was made from (unrun staging, undo, or an old map): run the staged script first")
+            site = envelope["map"].get(design_key)
+            if site is None:
+                raise Invalid(f"design key {design_key!r} is not in the script map")
+            if site["origin"] == "traced":
+                raise Invalid(f"{design_key!r} comes from a traced call site (computed key, loop or helper) at line {site['line']}; edit the script instead")
+            new_script = rewrite_call_argument(script, site["line"], site["col"], argument, value)
+            previous = read_json(self.files.current_snapshot)
+            with self._run_folder() as folder:
+                product = self._build(new_script, folder)
+                if design_key not in product.script_map["map"]:
+                    raise Invalid(f"after the rewrite the script no longer creates {design_key!r}")
+                self._push(new_script, note=f"{design_key}.{argument} = {value!r}", kind="edit-call")
+                self._publish_working(product)
+        counts = semantic_diff.counts(semantic_diff.diff_snapshots(previous, product.snapshot)) if previous is not None else None
+        return {**self._run_result(product, counts), "designKey": design_key, "argument": argument, "value": value, "staging": self._staging().summary()}
 
     # --- semantic diffs ----------------------------------------------------------------------------------------
 

@@ -118,10 +118,12 @@ def create_entity(
     depth: float | None = None,
     height: float | None = None,
     psets: dict[str, dict] | None = None,
+    quantities: dict[str, dict] | None = None,
     **attributes,
 ):
     """An element with GlobalId from `key`, designKey in DESIGN_PSET, optional box geometry (width x depth x height
-    at x, y, z relative to the storey), property sets, and containment in `storey`."""
+    at x, y, z relative to the storey), property sets, quantity sets ({"Qto_...": {"Length": 3.0}}; the quantity
+    kind follows the name: ...Area, ...Volume, ...Weight, ...Count, else a length) and containment in `storey`."""
     if not isinstance(key, str) or not key:
         raise ScriptError("create_entity needs a non-empty string key")
     if key in call_sites:
@@ -138,6 +140,8 @@ def create_entity(
     _add_pset(model, element, DESIGN_PSET, {"designKey": key})
     for name, properties in (psets or {}).items():
         _add_pset(model, element, name, properties)
+    for name, values in (quantities or {}).items():
+        _add_quantities(model, element, name, values)
     return element
 
 
@@ -201,6 +205,28 @@ def _add_pset(model, element, name: str, properties: dict) -> None:
     model.create_entity(
         "IfcRelDefinesByProperties", GlobalId=_rel_guid("defines", element.GlobalId, name),
         RelatedObjects=[element], RelatingPropertyDefinition=pset,
+    )
+
+
+QUANTITY_KINDS = (("Area", "IfcQuantityArea", "AreaValue"), ("Volume", "IfcQuantityVolume", "VolumeValue"),
+                  ("Weight", "IfcQuantityWeight", "WeightValue"), ("Count", "IfcQuantityCount", "CountValue"))
+
+
+def _quantity(model, name: str, value):
+    for suffix, ifc_class, attribute in QUANTITY_KINDS:
+        if name.endswith(suffix):
+            return model.create_entity(ifc_class, Name=name, **{attribute: value})
+    return model.create_entity("IfcQuantityLength", Name=name, LengthValue=float(value))
+
+
+def _add_quantities(model, element, name: str, values: dict) -> None:
+    quantity_set = model.create_entity(
+        "IfcElementQuantity", GlobalId=_rel_guid("qto", element.GlobalId, name), Name=name,
+        Quantities=[_quantity(model, quantity, value) for quantity, value in values.items()],
+    )
+    model.create_entity(
+        "IfcRelDefinesByProperties", GlobalId=_rel_guid("defines", element.GlobalId, name),
+        RelatedObjects=[element], RelatingPropertyDefinition=quantity_set,
     )
 
 

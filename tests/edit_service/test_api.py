@@ -283,3 +283,23 @@ def test_two_edit_service_processes_serialise_saves(tmp_path):
     finally:
         first.stop()
         second.stop()
+
+
+def test_locate_and_edit_call_over_http(service, model):
+    from edit_service.sandbox.script_lib import guid_for
+
+    service.call("PUT", f"{model}/script", json={"script": example("small_house")})
+    stale = service.call("GET", f"{model}/script/locate", params={"guid": guid_for("door-entrance")}).json()
+    assert stale == {"found": False, "guid": guid_for("door-entrance"), "stale": True}
+    assert service.call("POST", f"{model}/script/edit-call", json={"designKey": "door-entrance", "argument": "Name", "value": "X"}).status_code == 409
+    service.call("POST", f"{model}/script/run")
+    located = service.call("GET", f"{model}/script/locate", params={"guid": guid_for("door-entrance")}).json()
+    assert located["found"] and located["origin"] == "literal" and not located["stale"]
+    assert service.call("GET", f"{model}/script/locate").status_code == 422  # guid required
+    edited = service.call("POST", f"{model}/script/edit-call", json={"designKey": "door-entrance", "argument": "Name", "value": "Front door"})
+    assert edited.status_code == 200 and edited.json()["semanticDiff"]["changed"] == 1
+    assert 'Name="Front door"' in service.call("GET", f"{model}/script").json()["script"]
+    traced = service.call("POST", f"{model}/script/edit-call", json={"designKey": "window-south-1", "argument": "Name", "value": "W"})
+    assert traced.status_code == 422 and "traced" in traced.json()["detail"]
+    missing = service.call("POST", f"{model}/script/edit-call", json={"designKey": "door-entrance", "argument": "Name"})
+    assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["body", "value"]
