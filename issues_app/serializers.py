@@ -138,3 +138,24 @@ class ChangeEntrySerializer(serializers.ModelSerializer):
 
     def get_provenance(self, entry) -> ProvenanceSerializer:
         return {"source": entry.provenance}
+
+
+class MigrateRequestSerializer(serializers.Serializer):
+    author = serializers.CharField(required=False, max_length=255, default="local-user")
+    provenance = ProvenanceSerializer(required=False)
+
+
+class MigratedFieldSerializer(serializers.Serializer):
+    entityId = serializers.CharField()
+    field = serializers.CharField()
+    value = serializers.CharField()
+
+
+class FailedFieldSerializer(MigratedFieldSerializer):
+    reason = serializers.CharField()
+
+
+class MigrateResultSerializer(serializers.Serializer):
+    migrated = MigratedFieldSerializer(many=True, help_text="fields now written by the build script (override removed)")
+    failed = FailedFieldSerializer(many=True, help_text="fields that keep their override, with the reason")
+    version = serializers.CharField(allow_null=True, help_text="the version saved by the migration, null when none")

@@ -10,9 +10,10 @@ from django.db import transaction
 from issues_app.models import OVERRIDE_FIELDS, ChangeEntry, Issue, Override
 from models_app.models import IfcModel
 from models_app.selectors import element_ifc_value
-from models_app.services import model_get
+from models_app import edit_client
+from models_app.services import model_get, request_conversion
 from models_app.storage import model_dir, publish_file, temp_path_beside
-from viewer_gateway.envelope import InvalidInput, NotFound, TooLarge
+from viewer_gateway.envelope import ApiError, InvalidInput, NotFound, TooLarge
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SCREENSHOT_MAX_BYTES = 5 * 1024 * 1024
@@ -177,3 +178,90 @@ def entity_properties_update(
 
 def change_log(model_id: str):
     return model_get(model_id).changes.order_by("-created_at", "-seq")
+
+
+def _as_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def record_version_changes(*, model_id: str, version: str, changed: list[dict], author: str, provenance: str, operation: str) -> list[ChangeEntry]:
+    """Change entries for a saved version: one per changed field of its semantic diff ({guid, changes: [{field, old,
+    new}]}), with the diff item kept in `diff`."""
+    model = model_get(model_id)
+    entries = []
+    with transaction.atomic():
+        for item in changed:
+            name_change = next((c for c in item["changes"] if c["field"] == "Name"), None)
+            entity_name = _as_text(name_change["new"]) if name_change else element_ifc_value(model.id, item["guid"], "Name")
+            for change in item["changes"]:
+                entries.append(ChangeEntry.objects.create(
+                    model=model, entity_id=item["guid"], entity_name=entity_name, field=change["field"],
+                    old_value=_as_text(change["old"]), new_value=_as_text(change["new"]), author=author,
+                    provenance=provenance, operation=operation, diff={"version": version, **change},
+                ))
+    return entries
+
+
+def _migrate_one(model_id: str, override: Override) -> None:
+    """One override -> one edit-call on the element's call site; raises ApiError with the reason on failure."""
+    located = edit_client.call("GET", f"/models/{model_id}/script/locate", params={"guid": override.entity_id})
+    if located.get("stale"):
+        raise InvalidInput("the staged script has changes that were not run; run or discard them first")
+    if not located.get("found"):
+        raise InvalidInput("the element is not created by the build script (no call site in the script map)")
+    edit_client.call(
+        "POST", f"/models/{model_id}/script/edit-call",
+        json={"designKey": located["designKey"], "argument": override.field, "value": override.value},
+    )
+
+
+def _undo_steps(model_id: str, steps: int) -> None:
+    """Best effort after a failed save: take the migrate's staged edit-calls back and rebuild the product."""
+    try:
+        for _ in range(steps):
+            edit_client.call("POST", f"/models/{model_id}/script/undo")
+        edit_client.call("POST", f"/models/{model_id}/script/run")
+    except ApiError:
+        pass
+
+
+def overrides_migrate(*, model_id: str, author: str = DEFAULT_AUTHOR, provenance: str = "UI") -> dict:
+    """Replays every override as a real script edit (edit-call), then one save with operation migrate.
+    Migrated fields lose their override and get a change entry (operation migrate); failed fields keep their override
+    and are listed with a reason. Any success queues reconversion."""
+    model = model_get(model_id)
+    migrated, failed = [], []
+    for override in model.overrides.order_by("entity_id", "field"):
+        item = {"entityId": override.entity_id, "field": override.field, "value": override.value}
+        try:
+            _migrate_one(model.id, override)
+            migrated.append((override, item))
+        except ApiError as exc:
+            failed.append({**item, "reason": str(exc.detail)})
+    if not migrated:
+        return {"migrated": [], "failed": failed, "version": None}
+    try:
+        saved = edit_client.call(
+            "POST", f"/models/{model.id}/script/save",
+            json={"note": "migrate overrides", "operation": "migrate", "author": author, "provenance": {"source": provenance}},
+        )
+    except ApiError as exc:
+        _undo_steps(model.id, len(migrated))
+        reason = f"the migrated script could not be saved: {exc.detail}"
+        return {"migrated": [], "failed": failed + [{**item, "reason": reason} for _, item in migrated], "version": None}
+    request_conversion(model.id)
+    changes = {(c["guid"], c_field["field"]): c_field for c in (saved.get("diff") or {}).get("changed", []) for c_field in c["changes"]}
+    with transaction.atomic():
+        for override, item in migrated:
+            ChangeEntry.objects.create(
+                model=model, entity_id=override.entity_id, entity_name=override.entity_name, field=override.field,
+                old_value=element_ifc_value(model.id, override.entity_id, override.field), new_value=override.value,
+                author=author, provenance=provenance, operation=ChangeEntry.Operation.MIGRATE,
+                diff={"version": saved["version"], **changes.get((override.entity_id, override.field), {"field": override.field})},
+            )
+            override.delete()
+    return {"migrated": [item for _, item in migrated], "failed": failed, "version": saved["version"]}

@@ -6,6 +6,7 @@ api_urlpatterns = [
     path("models/<str:model_id>/issues", views.IssueListView.as_view(), name="issue-list"),
     path("models/<str:model_id>/issues/<str:issue_id>", views.IssueDetailView.as_view(), name="issue-detail"),
     path("models/<str:model_id>/overrides", views.OverrideSetView.as_view(), name="override-set"),
+    path("models/<str:model_id>/overrides/migrate", views.OverridesMigrateView.as_view(), name="overrides-migrate"),
     path("models/<str:model_id>/entities/<str:entity_id>/properties", views.EntityPropertiesView.as_view(), name="entity-properties"),
     path("models/<str:model_id>/changes", views.ChangeLogView.as_view(), name="change-log"),
 ]

@@ -12,6 +12,8 @@ from issues_app.serializers import (
     IssueInputSerializer,
     IssuePatchSerializer,
     IssueSerializer,
+    MigrateRequestSerializer,
+    MigrateResultSerializer,
     PropertiesUpdateSerializer,
 )
 from viewer_gateway.envelope import InvalidInput, TooLarge
@@ -116,3 +118,17 @@ class ChangeLogView(APIView):
     @extend_schema(responses=ChangeEntrySerializer(many=True), summary="Change log of a model, newest first")
     def get(self, request, model_id):
         return Response(ChangeEntrySerializer(services.change_log(model_id), many=True).data)
+
+
+class OverridesMigrateView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        request=MigrateRequestSerializer,
+        responses={200: MigrateResultSerializer, 502: OpenApiResponse(description="50200: edit service unreachable")},
+        summary="Turn the model's overrides into build-script edits (one save, operation migrate)",
+    )
+    def post(self, request, model_id):
+        data = validated(MigrateRequestSerializer, request.data if request.body else {})
+        result = services.overrides_migrate(model_id=model_id, author=data["author"], provenance=_provenance_source(data))
+        return Response(result)

@@ -1,12 +1,21 @@
 from django.urls import path
 
 from models_app import views
+from models_app.proxy_views import PROXY_ROUTES, EditProxyView
 
 api_urlpatterns = [
     path("models", views.ModelListView.as_view(), name="model-list"),
     path("models/<str:model_id>", views.ModelDetailView.as_view(), name="model-detail"),
     path("models/<str:model_id>/retry", views.ModelRetryView.as_view(), name="model-retry"),
     path("models/<str:model_id>/download", views.ModelDownloadView.as_view(), name="model-download"),
+    *(
+        path(
+            f"models/<str:model_id>/{route}",
+            EditProxyView.as_view(edit_path=edit_path, after=after, http_method_names=[*methods, "options"]),
+            name=f"edit-proxy-{route.replace('/', '-')}",
+        )
+        for route, edit_path, methods, after in PROXY_ROUTES
+    ),
 ]
 
 static_urlpatterns = [

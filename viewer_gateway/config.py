@@ -38,6 +38,7 @@ class GatewayConfig:
     # Extensions beyond the spec's table (documented in the README).
     conversionTimeoutSeconds: float = 1800
     conversionWorkers: int = 2
+    editServiceTimeoutSeconds: float = 150
     redisURL: str = ""
     source: str = field(default="defaults", compare=False)
 
@@ -63,6 +64,7 @@ _KEYS = {
     "llmModel": ((str,), str),
     "conversionTimeoutSeconds": ((int, float), float),
     "conversionWorkers": ((int,), int),
+    "editServiceTimeoutSeconds": ((int, float), float),
     "redisURL": ((str,), str),
 }
 
@@ -91,7 +93,7 @@ def _convert(key: str, value):
         raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")
     if key == "corsOrigins":
         return _origins(value)
-    if key in ("port", "conversionWorkers", "maxUploadMB", "conversionTimeoutSeconds") and value <= 0:
+    if key in ("port", "conversionWorkers", "maxUploadMB", "conversionTimeoutSeconds", "editServiceTimeoutSeconds") and value <= 0:
         raise ConfigError(f"{key}: must be positive, got {value}")
     return converter(value)
 

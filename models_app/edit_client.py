@@ -1,0 +1,66 @@
+"""HTTP client of the edit service: one pooled session, timeouts that fit a sandbox run, error mapping.
+
+edit-service 404 -> 40400, 409 -> 40900, 422 -> 40001 (its detail kept in message and data); anything else,
+an unreachable or slow service, or a body that is not JSON -> 50200.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import requests
+from django.conf import settings
+
+from viewer_gateway.envelope import INVALID, CONFLICT, NOT_FOUND, ApiError, UpstreamError
+
+CONNECT_TIMEOUT_SECONDS = 3
+STATUS_CODES = {404: NOT_FOUND, 409: CONFLICT, 422: INVALID}
+
+_local = threading.local()
+
+
+def _session() -> requests.Session:
+    # requests.Session is not guaranteed thread-safe: one pooled session per gateway thread
+    session = getattr(_local, "session", None)
+    if session is None:
+        session = _local.session = requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=16, max_retries=0)
+        session.mount("http://", adapter)
+        session.mount("https://", adapter)
+    return session
+
+
+def _detail_message(detail) -> str:
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, list) and detail and isinstance(detail[0], dict):
+        first = detail[0]
+        where = ".".join(str(part) for part in first.get("loc", []) if part != "body")
+        return f"{where}: {first.get('msg')}" if where else str(first.get("msg"))
+    return str(detail)
+
+
+def call(method: str, path: str, *, params=None, json=None, files=None):
+    """Calls the edit service; returns its JSON payload or raises ApiError with the mapped envelope code."""
+    config = settings.VIEWER
+    url = f"{config.editServiceURL}{path}"
+    try:
+        response = _session().request(
+            method, url, params=params, json=json, files=files,
+            timeout=(CONNECT_TIMEOUT_SECONDS, config.editServiceTimeoutSeconds),
+        )
+    except requests.Timeout:
+        raise UpstreamError(f"the edit service did not answer within {config.editServiceTimeoutSeconds:g} s") from None
+    except requests.RequestException as exc:
+        raise UpstreamError(f"the edit service is unreachable at {config.editServiceURL}: {type(exc).__name__}") from None
+    try:
+        payload = response.json()
+    except ValueError:
+        raise UpstreamError(f"the edit service answered HTTP {response.status_code} with a body that is not JSON") from None
+    if response.status_code == 200:
+        return payload
+    detail = payload.get("detail") if isinstance(payload, dict) else payload
+    code = STATUS_CODES.get(response.status_code)
+    if code is None:
+        raise UpstreamError(f"the edit service failed (HTTP {response.status_code}): {_detail_message(detail)}", data=detail)
+    raise ApiError(_detail_message(detail), code=code, data=detail)

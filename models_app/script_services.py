@@ -1,0 +1,56 @@
+"""Use cases of the gateway's script editing: forwarding to the edit service, then what must follow a success
+(reconversion after run/save/rollback/discard, the change log after a save)."""
+
+from __future__ import annotations
+
+import logging
+
+from issues_app.services import record_version_changes
+from models_app import edit_client
+from models_app.services import model_get, request_conversion
+from viewer_gateway.envelope import InvalidInput
+
+logger = logging.getLogger(__name__)
+
+PROVENANCE_SOURCES = ("UI", "AI")
+
+
+def check_provenance(body) -> None:
+    """provenance.source outside UI/AI is rejected before anything is forwarded."""
+    if not isinstance(body, dict) or "provenance" not in body:
+        return
+    provenance = body["provenance"]
+    source = provenance.get("source") if isinstance(provenance, dict) else None
+    if source not in PROVENANCE_SOURCES:
+        raise InvalidInput(f"provenance.source must be UI or AI, got {source!r}")
+
+
+def forward(*, model_id: str, method: str, edit_path: str, query=None, body=None, after: str | None = None):
+    """Forwards one script/edit call for an existing model and applies its follow-up on success."""
+    model = model_get(model_id)
+    check_provenance(body)
+    payload = edit_client.call(method, f"/models/{model.id}{edit_path}", params=query, json=body)
+    if after in ("reconvert", "save"):
+        request_conversion(model.id)  # the working product changed: the viewer gets a new XKT
+    if after == "save":
+        payload = _log_saved_changes(model.id, payload, body if isinstance(body, dict) else {})
+    return payload
+
+
+def _log_saved_changes(model_id: str, payload: dict, body: dict) -> dict:
+    """One change entry per changed field of the saved version's semantic diff; a failure here is reported as a
+    warning, never as an error of the (already successful) save."""
+    try:
+        diff = payload.get("diff") or {}
+        record_version_changes(
+            model_id=model_id,
+            version=payload.get("version", ""),
+            changed=diff.get("changed", []),
+            author=body.get("author") or "local-user",
+            provenance=(body.get("provenance") or {}).get("source", "UI"),
+            operation=body.get("operation") or "update",
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure of the log must leave the save's 200
+        logger.exception("change log for the save of %s not written", model_id)
+        return {**payload, "warning": f"the version was saved but the change log could not be written: {exc}"}
+    return payload
