@@ -6,8 +6,6 @@ an unreachable or slow service, or a body that is not JSON -> 50200.
 
 from __future__ import annotations
 
-import threading
-
 import requests
 from django.conf import settings
 
@@ -16,18 +14,22 @@ from viewer_gateway.envelope import INVALID, CONFLICT, NOT_FOUND, ApiError, Upst
 CONNECT_TIMEOUT_SECONDS = 3
 STATUS_CODES = {404: NOT_FOUND, 409: CONFLICT, 422: INVALID}
 
-_local = threading.local()
+def _new_session() -> requests.Session:
+    session = requests.Session()
+    adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32, max_retries=0)
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+# One process-wide session: Django runs each ASGI request in its own thread, so a per-thread session would open a
+# new connection per request. Its urllib3 pool is thread-safe; the only shared mutable state, the cookie jar, stays
+# empty because the edit service sets no cookies.
+_SESSION = _new_session()
 
 
 def _session() -> requests.Session:
-    # requests.Session is not guaranteed thread-safe: one pooled session per gateway thread
-    session = getattr(_local, "session", None)
-    if session is None:
-        session = _local.session = requests.Session()
-        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=16, max_retries=0)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
-    return session
+    return _SESSION
 
 
 def _detail_message(detail) -> str:

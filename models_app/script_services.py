@@ -7,8 +7,9 @@ import logging
 
 from issues_app.services import record_version_changes
 from models_app import edit_client
-from models_app.services import model_get, request_conversion
-from viewer_gateway.envelope import InvalidInput
+from models_app.services import request_conversion
+from models_app.storage import MODEL_ID_RE, model_dir
+from viewer_gateway.envelope import InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -27,13 +28,16 @@ def check_provenance(body) -> None:
 
 def forward(*, model_id: str, method: str, edit_path: str, query=None, body=None, after: str | None = None):
     """Forwards one script/edit call for an existing model and applies its follow-up on success."""
-    model = model_get(model_id)
+    # The model's folder exists exactly as long as the model (created at upload, removed by delete); checking it
+    # instead of the database keeps a database connection off the proxy's hot path.
+    if not MODEL_ID_RE.match(model_id or "") or not model_dir(model_id).is_dir():
+        raise NotFound(f"model {model_id} not found")
     check_provenance(body)
-    payload = edit_client.call(method, f"/models/{model.id}{edit_path}", params=query, json=body)
+    payload = edit_client.call(method, f"/models/{model_id}{edit_path}", params=query, json=body)
     if after in ("reconvert", "save"):
-        request_conversion(model.id)  # the working product changed: the viewer gets a new XKT
+        request_conversion(model_id)  # the working product changed: the viewer gets a new XKT
     if after == "save":
-        payload = _log_saved_changes(model.id, payload, body if isinstance(body, dict) else {})
+        payload = _log_saved_changes(model_id, payload, body if isinstance(body, dict) else {})
     return payload
 
 

@@ -53,7 +53,6 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "corsheaders.middleware.CorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "viewer_gateway.auth.BearerTokenMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -61,6 +60,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Innermost and sync-only on purpose: under ASGI it makes Django run the whole middleware chain in one thread
+    # instead of hopping threads around every async-capable middleware (several ms per request).
+    "viewer_gateway.auth.BearerTokenMiddleware",
 ]
 
 ROOT_URLCONF = "viewer_gateway.urls"

@@ -1,0 +1,77 @@
+"""Proxy overhead: GET script and GET versions through the gateway vs directly on the edit service, same run,
+alternating, one client (latency, not throughput).
+
+    .venv/bin/python bench/proxy.py [--requests 300]
+
+Prints JSON with the median and p90 latency of both paths and the median overhead in ms (target < 5 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.e2e.stack import Stack  # noqa: E402
+from tests.helpers import MINIMAL_IFC  # noqa: E402
+
+
+def timed(session: requests.Session, url: str) -> float:
+    started = time.perf_counter()
+    response = session.get(url, timeout=30)
+    elapsed = time.perf_counter() - started
+    response.raise_for_status()
+    return elapsed * 1000
+
+
+def summary(samples: list[float]) -> dict:
+    ordered = sorted(samples)
+    return {"medianMs": round(statistics.median(ordered), 2), "p90Ms": round(ordered[int(len(ordered) * 0.9)], 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp:
+        stack = Stack(Path(tmp), workers=1).start()
+        try:
+            model_id = stack.api("POST", "/api/v1/models", files={"file": ("p.ifc", MINIMAL_IFC)}).json()["data"]["id"]
+            script = (ROOT / "edit_service" / "examples" / "small_house.py").read_text()
+            stack.api("PUT", f"/api/v1/models/{model_id}/script", json={"script": script})
+            stack.api("POST", f"/api/v1/models/{model_id}/script/save", json={"note": "bench"})
+            routes = {
+                "GET script": (f"{stack.url}/api/v1/models/{model_id}/script", f"{stack.edit_url}/models/{model_id}/script"),
+                "GET versions": (f"{stack.url}/api/v1/models/{model_id}/edit/versions", f"{stack.edit_url}/models/{model_id}/versions"),
+            }
+            session = requests.Session()
+            results = {}
+            for name, (gateway_url, direct_url) in routes.items():
+                for url in (gateway_url, direct_url):  # warm-up: connections, caches
+                    for _ in range(20):
+                        timed(session, url)
+                gateway, direct = [], []
+                for _ in range(args.requests):
+                    gateway.append(timed(session, gateway_url))
+                    direct.append(timed(session, direct_url))
+                results[name] = {
+                    "gateway": summary(gateway),
+                    "direct": summary(direct),
+                    "medianOverheadMs": round(statistics.median(gateway) - statistics.median(direct), 2),
+                    "ratio": round(statistics.median(gateway) / statistics.median(direct), 2),
+                }
+        finally:
+            stack.stop()
+    print(json.dumps({"requests": args.requests, "anchor": "the same call directly on the edit service", "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
