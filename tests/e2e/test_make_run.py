@@ -1,0 +1,70 @@
+"""`make run` as a user runs it: everything starts in the foreground, honours VIEWER_CONFIG / VIEWER_DATA_DIR /
+EDIT_SERVICE_PORT (so a second instance runs beside the first), and SIGTERM stops every process."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+import requests
+
+from tests.e2e.stack import ROOT, free_port
+from tests.helpers import MINIMAL_IFC
+
+pytestmark = pytest.mark.e2e
+
+
+def start_instance(tmp_path, name):
+    data_dir = tmp_path / name
+    data_dir.mkdir()
+    port, edit_port = free_port(), free_port()
+    config = data_dir / "server_config.json"
+    config.write_text(json.dumps({"port": port, "dataDir": str(data_dir), "converterScript": str(ROOT / "converter" / "convert.js")}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_", "EDIT_", "MAKE"))}
+    env.update(VIEWER_CONFIG=str(config), VIEWER_DATA_DIR=str(data_dir), EDIT_SERVICE_PORT=str(edit_port))
+    log = open(data_dir / "make.log", "wb")
+    process = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return process, port, edit_port, data_dir
+
+
+def wait_up(url, process, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "make run exited early"
+        try:
+            return requests.get(url, timeout=2)
+        except requests.ConnectionError:
+            time.sleep(0.3)
+    raise TimeoutError(url)
+
+
+def test_two_instances_side_by_side_and_sigterm_stops_everything(tmp_path):
+    first = start_instance(tmp_path, "a")
+    second = start_instance(tmp_path, "b")
+    try:
+        for process, port, edit_port, data_dir in (first, second):
+            assert wait_up(f"http://127.0.0.1:{port}/api/v1/models", process).json()["code"] == 0
+            assert wait_up(f"http://127.0.0.1:{edit_port}/health", process).json() == {"status": "ok"}
+            assert (data_dir / "viewer.sqlite3").exists()
+        # the edit service of each instance sees that instance's data directory
+        process, port, edit_port, data_dir = first
+        upload = requests.post(f"http://127.0.0.1:{port}/api/v1/models", files={"file": ("t.ifc", MINIMAL_IFC)}).json()
+        model_id = upload["data"]["id"]
+        assert requests.get(f"http://127.0.0.1:{edit_port}/models/{model_id}/versions").status_code == 200
+        assert requests.get(f"http://127.0.0.1:{second[2]}/models/{model_id}/versions").status_code == 404
+        workers = [p for p in psutil.Process(process.pid).children(recursive=True) if p.name().startswith("python") and "conversion_worker" in " ".join(p.cmdline())]
+        assert len(workers) == 2
+    finally:
+        survivors = []
+        for process, *_ in (first, second):
+            children = psutil.Process(process.pid).children(recursive=True)
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+            gone, alive = psutil.wait_procs(children, timeout=30)
+            survivors += alive
+            for leftover in alive:
+                leftover.kill()
+        assert survivors == []
