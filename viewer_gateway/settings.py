@@ -144,6 +144,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {
+        "ModelStatusEnum": "models_app.models.IfcModel.Status",
+        "IssueStatusEnum": "issues_app.models.Issue.Status",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "viewer_gateway.openapi.wrap_responses_in_envelope",
