@@ -42,6 +42,10 @@ test: setup
 
 bench: setup
 	$(PY) bench/conversion.py
+	$(PY) bench/review_api.py
+	$(PY) bench/sandbox.py
+	$(PY) bench/semantic_diff.py
+	$(PY) bench/proxy.py
 
 clean:
 	rm -rf $(VENV) converter/node_modules

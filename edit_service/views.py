@@ -179,6 +179,8 @@ class UploadDiffView(APIView):
     @extend_schema(request={"multipart/form-data": s.UploadSerializer}, responses={200: JSON}, summary="Diff an uploaded IFC against current (nothing stored)")
     def post(self, request, model_id):
         upload = validated(s.UploadSerializer, request.data)["file"]
+        if upload.size > settings.UPLOAD_MAX_BYTES:
+            raise Invalid(f"the file exceeds the upload limit of {settings.UPLOAD_MAX_BYTES // (1024 * 1024)} MB")
         model_editor = editor(model_id)
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "upload.ifc"

@@ -201,6 +201,16 @@ def test_upload_diff_stores_nothing(service, model):
     assert bad.status_code == 422
 
 
+def test_oversized_upload_diff_is_refused(tmp_path):
+    (tmp_path / "models" / MODEL_ID).mkdir(parents=True)
+    service = EditService(tmp_path, EDIT_UPLOAD_MAX_MB="0.01").start()
+    try:
+        response = service.call("POST", f"/models/{MODEL_ID}/diff/upload", files={"file": ("big.ifc", MINIMAL_IFC + b" " * 20000)})
+        assert response.status_code == 422 and "upload limit" in response.json()["detail"]
+    finally:
+        service.stop()
+
+
 def test_sandbox_missing_refuses_with_no_side_effect(tmp_path):
     (tmp_path / "models" / MODEL_ID).mkdir(parents=True)
     service = EditService(tmp_path, EDIT_SANDBOX_BWRAP="/nonexistent/bwrap").start()
