@@ -228,6 +228,7 @@ def run_conversion(model_id: str) -> None:
             if result is not None and result.ok:
                 _publish_outputs(work_dir, folder)
                 model.status, model.error = IfcModel.Status.READY, ""
+                model.size = (folder / IFC_FILE).stat().st_size  # a script run may have replaced the IFC
             else:
                 model.status, model.error = IfcModel.Status.FAILED, error or "conversion failed"
             model.job, model.job_worker = IfcModel.Job.IDLE, ""

@@ -47,8 +47,9 @@ def test_stage_run_save_diff_rollback_through_the_gateway(stack):
     run = ok(stack.api("POST", f"{base}/script/run"))
     assert run["ok"] and run["elements"] == 13
     assert stack.api("GET", base).json()["data"]["status"] == "converting"
-    wait_converted(stack, model_id)
+    converted = wait_converted(stack, model_id)
     assert xkt_ids(stack, model_id) == {guid_for(key) for key in HOUSE_KEYS_WITH_GEOMETRY}
+    assert converted["size"] == len(stack.api("GET", f"{base}/download").content) != len(MINIMAL_IFC)
 
     v1 = ok(stack.api("POST", f"{base}/script/save", json={"note": "first"}))
     assert v1["version"] == "v1" and v1["alignment"]["added"] == 13
