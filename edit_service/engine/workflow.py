@@ -11,6 +11,7 @@ import os
 import shutil
 import uuid
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +26,14 @@ from edit_service.engine.versions import Versions
 from edit_service.sandbox.script_lib import guid_for
 
 
-def design_key_for(guid: str, script_map: dict) -> str | None:
-    return next((key for key in script_map if guid_for(key) == guid), None)
+@lru_cache(maxsize=32)
+def _keys_by_guid(script_hash: str, keys: tuple[str, ...]) -> dict[str, str]:
+    return {guid_for(key): key for key in keys}
+
+
+def design_key_for(guid: str, envelope: dict) -> str | None:
+    """The designKey whose GlobalId is `guid` (the reverse index is built once per script map)."""
+    return _keys_by_guid(envelope.get("scriptHash") or "", tuple(envelope.get("map", {}))).get(guid)
 
 
 @dataclass
@@ -323,7 +330,7 @@ class Editor:
         self.files.require()
         envelope, script = self._map_and_script()
         stale = script is None or envelope.get("scriptHash") != scripts.script_hash(script)
-        key = design_key_for(guid, envelope.get("map", {}))
+        key = design_key_for(guid, envelope)
         if key is None:
             return {"found": False, "guid": guid, "stale": stale}
         return {"found": True, "guid": guid, "designKey": key, **envelope["map"][key], "stale": stale, "scriptHash": envelope["scriptHash"]}

@@ -282,3 +282,22 @@ def test_history_records_saved_changes(editor):
     assert (entry["author"], entry["provenance"], entry["operation"], entry["version"]) == ("ana", {"source": "AI"}, "update", "v2")
     assert entry["changes"] == [{"field": "Pset_WallCommon.FireRating", "oldValue": "F30", "newValue": "F60"}]
     json.dumps(entries)
+
+
+def test_version_pair_diffs_are_cached_and_current_diffs_are_not(editor):
+    editor.stage(script=example("small_house"))
+    editor.save()
+    editor.stage(params={**editor.params(), "fire_rating": "F60"})
+    editor.save()
+    cache = editor.files.cache_dir / "diff-v1-v2.json"
+    first = editor.semantic_diff("v1", "v2")
+    assert read_json(cache) == first and len(first["changed"]) == 4
+    cache.write_text(json.dumps({**first, "changed": []}))  # a cached result is served as is
+    assert editor.semantic_diff("v1", "v2")["changed"] == []
+    current = editor.semantic_diff("v1", "current")
+    assert len(current["changed"]) == 4
+    assert not list(editor.files.cache_dir.glob("diff-*current*"))
+    with pytest.raises(Invalid, match="only target may be current"):
+        editor.semantic_diff("current", "v1")
+    with pytest.raises(NotFound):
+        editor.semantic_diff("v1", "v7")
