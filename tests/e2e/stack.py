@@ -91,7 +91,7 @@ class Stack:
 
     def start_workers(self) -> None:
         for index in range(self.worker_count):
-            self._spawn(f"worker{index}", "manage.py", "conversion_worker", "--interval", "0.2")
+            self._spawn(f"worker{index}", "manage.py", "conversion_worker", "--interval", "0.2", "--recovery-interval", "2")
 
     def kill_workers(self, sig=signal.SIGKILL) -> None:
         for name, process in list(self.processes.items()):

@@ -112,3 +112,20 @@ def test_upload_with_token_and_download(tmp_path):
         assert anonymous.get(f"{running.url}/v1/models/{model_id}/model.xkt").json()["code"] == 40400
     finally:
         running.stop()
+
+
+def test_the_surviving_worker_takes_over_a_dead_workers_conversion(stack):
+    path = sample("duplex.ifc")
+    with open(path, "rb") as handle:
+        model_id = stack.api("POST", "/api/v1/models", files={"file": (path.name, handle)}).json()["data"]["id"]
+    deadline = time.monotonic() + 60
+    running_worker = None
+    while running_worker is None and time.monotonic() < deadline:
+        for name, process in stack.processes.items():
+            if name.startswith("worker") and any("models_app.conversion.pipeline" in " ".join(c.cmdline()) for c in psutil.Process(process.pid).children(recursive=True)):
+                running_worker = name
+        time.sleep(0.05)
+    assert running_worker, "no worker started the conversion"
+    stack.kill(running_worker)  # SIGKILL; the other worker stays up and is not restarted
+    model = stack.wait_model(model_id, timeout=120)
+    assert model["status"] == "ready", model["error"]
