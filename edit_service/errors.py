@@ -31,13 +31,6 @@ def validation_items(detail, loc=("body",), data=None) -> list[dict]:
     return items
 
 
-def invalid(msg: str, loc=("body",), kind="value_error", value=None) -> Response:
-    item = {"loc": list(loc), "msg": msg, "type": kind}
-    if value is not None:
-        item["input"] = value
-    return Response({"detail": [item]}, status=422)
-
-
 def detail_exception_handler(exc, context):
     if isinstance(exc, EngineError):
         return Response({"detail": exc.detail}, status=exc.status)

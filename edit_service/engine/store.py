@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -34,7 +35,30 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    _fsync_dir(path.parent)
+
+
+def place_file(source: Path, target: Path, *, keep_source: bool) -> None:
+    """Puts an existing file at `target` atomically: a hard link when the source stays (same filesystem, no copy of
+    a large IFC; safe because published files are only ever replaced by rename, never rewritten in place), else a
+    rename. Never use it to hand a file to a sandbox run folder: the sandbox could write through the link."""
+    temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    temp.unlink(missing_ok=True)
+    if keep_source:
+        try:
+            os.link(source, temp)
+        except OSError:  # another filesystem: copy
+            shutil.copyfile(source, temp)
+    else:
+        os.replace(source, temp)
+    with open(temp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(temp, target)
+    _fsync_dir(target.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:

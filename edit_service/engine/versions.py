@@ -7,13 +7,11 @@ crash leaves a version either complete or absent.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 from edit_service.engine.errors import NotFound
 from edit_service.engine.staging import now_iso
-from edit_service.engine.store import VERSION_RE, ModelFiles, read_json, write_atomic, write_json_atomic
+from edit_service.engine.store import VERSION_RE, ModelFiles, place_file, read_json, write_atomic, write_json_atomic
 
 
 class Versions:
@@ -60,9 +58,7 @@ class Versions:
         write_atomic(self.files.version_file(version, ".py"), script)
         write_json_atomic(self.files.version_file(version, ".map.json"), script_map)
         write_json_atomic(self.files.version_file(version, ".snapshot.json"), snapshot)
-        staged_ifc = self.files.version_file(version, ".ifc.tmp")
-        shutil.copyfile(ifc, staged_ifc)
-        os.replace(staged_ifc, self.files.version_file(version, ".ifc"))
+        place_file(ifc, self.files.version_file(version, ".ifc"), keep_source=True)
         meta = {"version": version, "createdAt": now_iso(), "note": note, "scriptHash": script_hash}
         write_json_atomic(self.files.version_file(version, ".json"), meta)  # the commit point
         if previous:
@@ -80,8 +76,7 @@ class Versions:
     def cache_ifc(self, version: str, ifc: Path) -> Path:
         target = self.files.cache_dir / f"{version}.ifc"
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(ifc, target.with_suffix(".tmp"))
-        os.replace(target.with_suffix(".tmp"), target)
+        place_file(ifc, target, keep_source=False)  # the rebuilt IFC's run folder is discarded anyway
         return target
 
     def remove_incomplete(self) -> None:

@@ -7,7 +7,6 @@ nothing.
 
 from __future__ import annotations
 
-import os
 import shutil
 import uuid
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ from edit_service.engine.errors import Conflict, Invalid, NotFound, RunFailed
 from edit_service.engine.sandbox import Sandbox
 from edit_service.engine.script_map import build_map
 from edit_service.engine.staging import Staging
-from edit_service.engine.store import ModelFiles, read_json, write_json_atomic
+from edit_service.engine.store import ModelFiles, place_file, read_json, write_json_atomic
 from edit_service.engine.versions import Versions
 from edit_service.sandbox.script_lib import guid_for
 
@@ -140,7 +139,7 @@ class Editor:
         latest = self.versions.latest()
         if not staging.active and latest is None and self.files.ifc.is_file() and not self.files.bootstrap_ifc.exists():
             # a model uploaded as IFC is taken over by a script: keep the original
-            shutil.copyfile(self.files.ifc, self.files.bootstrap_ifc)
+            place_file(self.files.ifc, self.files.bootstrap_ifc, keep_source=True)
         staging.push(
             script, note=note, kind=kind,
             base_script=self.versions.script(latest) if latest and not staging.active else None,
@@ -173,7 +172,7 @@ class Editor:
             if latest:
                 self._restore_version_product(latest)
             elif self.files.bootstrap_ifc.exists():
-                self._replace_file(self.files.bootstrap_ifc, self.files.ifc, copy=True)
+                place_file(self.files.bootstrap_ifc, self.files.ifc, keep_source=True)
                 for path in (self.files.current_map, self.files.current_snapshot, self.files.working):
                     path.unlink(missing_ok=True)
         return {"discarded": discarded, "current": latest}
@@ -195,22 +194,14 @@ class Editor:
         snapshot = self.sandbox.inspect(folder, ifc.name)
         return Product(script, scripts.script_hash(script), ifc, snapshot, build_map(script, recorded), seconds)
 
-    @staticmethod
-    def _replace_file(source: Path, target: Path, copy: bool = False) -> None:
-        temp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-        shutil.copyfile(source, temp) if copy else os.replace(source, temp)
-        with open(temp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-
     def _publish_working(self, product: Product) -> None:
-        self._replace_file(product.ifc, self.files.ifc, copy=True)
+        place_file(product.ifc, self.files.ifc, keep_source=False)  # the run folder is removed right after
         write_json_atomic(self.files.current_map, product.script_map)
         write_json_atomic(self.files.current_snapshot, product.snapshot)
         write_json_atomic(self.files.working, {"scriptHash": product.script_hash})
 
     def _restore_version_product(self, version: str) -> None:
-        self._replace_file(self.version_ifc(version), self.files.ifc, copy=True)
+        place_file(self.version_ifc(version), self.files.ifc, keep_source=True)
         write_json_atomic(self.files.current_map, read_json(self.files.version_file(version, ".map.json"), {}))
         write_json_atomic(self.files.current_snapshot, self.versions.snapshot(version))
         write_json_atomic(self.files.working, {"scriptHash": self.versions.meta(version)["scriptHash"]})

@@ -106,7 +106,7 @@ class Stack:
             try:
                 if self.session.get(url, timeout=2).status_code < 500:
                     return
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or still starting up
                 pass
             time.sleep(0.1)
         raise RuntimeError(f"{url} did not come up; logs in {self.data_dir}")

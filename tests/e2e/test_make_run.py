@@ -36,7 +36,7 @@ def wait_up(url, process, timeout=180):
         assert process.poll() is None, "make run exited early"
         try:
             return requests.get(url, timeout=2)
-        except requests.ConnectionError:
+        except requests.RequestException:
             time.sleep(0.3)
     raise TimeoutError(url)
 

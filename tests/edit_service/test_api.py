@@ -34,9 +34,9 @@ class EditService:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                requests.get(f"{self.url}/health", timeout=1)
+                requests.get(f"{self.url}/health", timeout=2)
                 return self
-            except requests.ConnectionError:
+            except requests.RequestException:  # not listening yet, or still starting up
                 time.sleep(0.1)
         raise RuntimeError("edit service did not start")
 
