@@ -244,10 +244,11 @@ def recover_interrupted_conversions() -> list[str]:
     from models_app.tasks import convert_model_task
 
     recovered = []
+    waiting = _models_with_waiting_tasks()
     for model in IfcModel.objects.filter(status=IfcModel.Status.CONVERTING):
         if model.job == IfcModel.Job.RUNNING and _worker_alive(model.job_worker, model.heartbeat_at):
             continue
-        if model.job == IfcModel.Job.QUEUED and _has_waiting_task(model.id):
+        if model.job == IfcModel.Job.QUEUED and model.id in waiting:
             continue
         with transaction.atomic():
             claimed = IfcModel.objects.filter(pk=model.pk, job=model.job, job_worker=model.job_worker).update(
@@ -263,13 +264,13 @@ def recover_interrupted_conversions() -> list[str]:
     return recovered
 
 
-def _has_waiting_task(model_id: str) -> bool:
+def _models_with_waiting_tasks() -> set[str]:
     from django_tasks_db.models import DBTaskResult
 
     from models_app.tasks import convert_model_task
 
-    waiting = DBTaskResult.objects.ready().filter(task_path=convert_model_task.module_path)
-    return any(model_id in (result.args_kwargs.get("args") or []) for result in waiting)
+    waiting = DBTaskResult.objects.ready().filter(task_path=convert_model_task.module_path).values_list("args_kwargs", flat=True)
+    return {model_id for args_kwargs in waiting for model_id in args_kwargs.get("args") or []}
 
 
 def remove_deleted_model_leftovers() -> None:

@@ -66,6 +66,14 @@ def model(service):
     return f"/models/{model_id}"
 
 
+def test_binds_to_loopback_by_default(service):
+    import psutil
+
+    listening = {c.laddr for p in [psutil.Process(service.process.pid), *psutil.Process(service.process.pid).children(recursive=True)]
+                 for c in p.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
+    assert listening and {address.ip for address in listening} == {"127.0.0.1"}
+
+
 def test_health_openapi_and_docs(service):
     assert service.call("GET", "/health").json() == {"status": "ok"}
     document = service.call("GET", "/openapi.json").json()

@@ -281,7 +281,6 @@ def test_history_records_saved_changes(editor):
     assert entry["id"].startswith("e_") and len(entry["id"]) == 14
     assert (entry["author"], entry["provenance"], entry["operation"], entry["version"]) == ("ana", {"source": "AI"}, "update", "v2")
     assert entry["changes"] == [{"field": "Pset_WallCommon.FireRating", "oldValue": "F30", "newValue": "F60"}]
-    json.dumps(entries)
 
 
 def test_version_pair_diffs_are_cached_and_current_diffs_are_not(editor):
