@@ -5,16 +5,20 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_STAMP := $(VENV)/.installed
 NPM_STAMP := converter/node_modules/.installed
+WEB_STAMP := frontend/dist/.built
 
 export VIEWER_CONFIG ?= ./server_config.json
 export EDIT_SERVICE_PORT ?= 8100
 
-.PHONY: run test setup prerequisites bench clean
+.PHONY: run test setup prerequisites test-prerequisites bench clean
 
-setup: prerequisites $(PIP_STAMP) $(NPM_STAMP)
+setup: prerequisites $(PIP_STAMP) $(NPM_STAMP) $(WEB_STAMP)
 
 prerequisites:
 	@bash scripts/prerequisites.sh
+
+test-prerequisites:
+	@bash scripts/prerequisites.sh --browser
 
 $(PIP_STAMP): requirements.txt requirements.lock
 	@test -x $(PY) || python3 -m venv $(VENV)
@@ -25,15 +29,21 @@ $(NPM_STAMP): converter/package.json converter/package-lock.json
 	cd converter && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# the web client: xeokit-sdk bundled by esbuild into frontend/dist (served by the gateway under /static/viewer/)
+$(WEB_STAMP): frontend/package.json frontend/package-lock.json frontend/build.mjs $(wildcard frontend/src/*)
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+	@touch $@
+
 run: setup
 	@data_dir=$$($(PY) -m viewer_gateway.config dataDir) || exit 2; \
 	workers=$$($(PY) -m viewer_gateway.config conversionWorkers) || exit 2; \
+	$(PY) -m viewer_gateway.config --check-converter || exit 2; \
 	export VIEWER_DATA_DIR=$${VIEWER_DATA_DIR:-$$data_dir}; \
 	export VIEWER_EDIT_SERVICE_URL=$${VIEWER_EDIT_SERVICE_URL:-http://127.0.0.1:$$EDIT_SERVICE_PORT}; \
 	$(PY) manage.py migrate --noinput -v 0 && \
 	exec $(VENV)/bin/honcho -f Procfile start -c worker=$$workers
 
-test: setup
+test: setup test-prerequisites
 	env -u VIEWER_PG_DSN $(PY) -m pytest
 	@if [ -n "$$VIEWER_PG_DSN" ]; then \
 		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \
@@ -46,6 +56,7 @@ bench: setup
 	$(PY) bench/sandbox.py
 	$(PY) bench/semantic_diff.py
 	$(PY) bench/proxy.py
+	$(PY) bench/chat_stream.py
 
 clean:
-	rm -rf $(VENV) converter/node_modules
+	rm -rf $(VENV) converter/node_modules frontend/node_modules frontend/dist

@@ -15,8 +15,15 @@ const options = {
     "metadata-out": { type: "string" },
     empty: { type: "boolean" },
     stdin: { type: "boolean" },
+    "parent-pid": { type: "string" },
 };
 let { values: args } = parseArgs({ options });
+// The worker that started this process may die (killed, crashed): end with it instead of converting for nobody. Its
+// pid comes as an argument because the modules above load for a while, long enough for the parent to be gone.
+const parentPid = Number(args["parent-pid"] || process.ppid);
+const endWithoutParent = () => { if (process.ppid !== parentPid) process.exit(1); };
+endWithoutParent();
+setInterval(endWithoutParent, 1000).unref();
 if (args.stdin) {
   // Started ahead of time with its modules loaded; the arguments arrive as one JSON array on stdin.
   const chunks = [];

@@ -7,12 +7,18 @@ an unreachable or slow service, or a body that is not JSON -> 50200.
 from __future__ import annotations
 
 import requests
+import urllib3
 from django.conf import settings
 
 from viewer_gateway.envelope import INVALID, CONFLICT, NOT_FOUND, ApiError, UpstreamError
 
 CONNECT_TIMEOUT_SECONDS = 3
 STATUS_CODES = {404: NOT_FOUND, 409: CONFLICT, 422: INVALID}
+
+
+class UpstreamOutcomeUnknown(UpstreamError):
+    """The request reached the edit service but no answer came back: it may have done the work."""
+
 
 def _new_session() -> requests.Session:
     session = requests.Session()
@@ -42,6 +48,11 @@ def _detail_message(detail) -> str:
     return str(detail)
 
 
+def _never_connected(exc: requests.ConnectionError) -> bool:
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, urllib3.exceptions.NewConnectionError)
+
+
 def call(method: str, path: str, *, params=None, json=None, files=None):
     """Calls the edit service; returns its JSON payload or raises ApiError with the mapped envelope code."""
     config = settings.VIEWER
@@ -51,10 +62,16 @@ def call(method: str, path: str, *, params=None, json=None, files=None):
             method, url, params=params, json=json, files=files,
             timeout=(CONNECT_TIMEOUT_SECONDS, config.editServiceTimeoutSeconds),
         )
-    except requests.Timeout:
-        raise UpstreamError(f"the edit service did not answer within {config.editServiceTimeoutSeconds:g} s") from None
+    except requests.ConnectTimeout:
+        raise UpstreamError(f"the edit service is unreachable at {config.editServiceURL}: connection timed out") from None
+    except requests.ReadTimeout:
+        raise UpstreamOutcomeUnknown(f"the edit service did not answer within {config.editServiceTimeoutSeconds:g} s") from None
+    except requests.ConnectionError as exc:
+        if _never_connected(exc):
+            raise UpstreamError(f"the edit service is unreachable at {config.editServiceURL}: connection refused") from None
+        raise UpstreamOutcomeUnknown(f"the edit service dropped the connection before answering: {exc}") from None
     except requests.RequestException as exc:
-        raise UpstreamError(f"the edit service is unreachable at {config.editServiceURL}: {type(exc).__name__}") from None
+        raise UpstreamOutcomeUnknown(f"the edit service call failed: {type(exc).__name__}") from None
     try:
         payload = response.json()
     except ValueError:

@@ -38,6 +38,9 @@ class IfcModel(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     progress_phase = models.CharField(max_length=32, blank=True, default="")
     progress_percent = models.PositiveSmallIntegerField(default=0)
+    # file_signature() of the model.ifc the published outputs were made from; another value on disk means the edit
+    # service replaced the IFC without the gateway knowing, and it is converted again.
+    converted_ifc = models.CharField(max_length=80, blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -6,32 +6,42 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from models_app import script_services
+from viewer_gateway.envelope import InvalidInput
 
 EDIT_RESPONSES = {
     200: OpenApiResponse(description="the edit service's answer in data"),
-    400: OpenApiResponse(description="40001: invalid input, or the edit service answered 422 (its detail in message/data)"),
+    400: OpenApiResponse(description="40001: invalid input, or the edit service answered 422 (its detail in message/data); 40002: body too large"),
     404: OpenApiResponse(description="40400: unknown model or version"),
     409: OpenApiResponse(description="40900: conflict reported by the edit service"),
     502: OpenApiResponse(description="50200: edit service unreachable, too slow or failing"),
 }
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 
 class EditProxyView(APIView):
-    """One route of the proxy table; configured per route through as_view(edit_path=..., after=...)."""
+    """One route of the proxy table; configured per route through as_view(route=ProxyRoute(...))."""
 
     parser_classes = [JSONParser]
-    edit_path = ""
-    after = None  # "reconvert" or "save": what a success must trigger
+    route: script_services.ProxyRoute = None
+
+    def _body(self, request):
+        if request.method not in ("PUT", "POST") or not request.body:
+            return None
+        body = request.data
+        if not isinstance(body, dict):
+            raise InvalidInput("the body must be a JSON object")
+        key = request.headers.get(IDEMPOTENCY_HEADER)
+        if key and "requestId" not in body:
+            body = {**body, "requestId": key}  # a retried save returns the version the first attempt made
+        return body
 
     def _forward(self, request, model_id):
-        body = request.data if request.method in ("PUT", "POST") and request.body else None
         payload = script_services.forward(
             model_id=model_id,
+            route=self.route,
             method=request.method,
-            edit_path=self.edit_path,
             query=dict(request.query_params.lists()) or None,
-            body=body,
-            after=self.after,
+            body=self._body(request),
         )
         return Response(payload)
 
@@ -50,24 +60,3 @@ class EditProxyView(APIView):
     @extend_schema(responses=EDIT_RESPONSES, summary="Proxied to the edit service")
     def delete(self, request, model_id):
         return self._forward(request, model_id)
-
-
-# gateway route (under /api/v1/models/<id>/) -> edit-service path, methods, follow-up on success
-PROXY_ROUTES = [
-    ("script", "/script", ["get", "put"], None),
-    ("script/params", "/script/params", ["get"], None),
-    ("script/undo", "/script/undo", ["post"], None),
-    ("script/redo", "/script/redo", ["post"], None),
-    ("script/discard", "/script/discard", ["post"], "reconvert"),
-    ("script/run", "/script/run", ["post"], "reconvert"),
-    ("script/save", "/script/save", ["post"], "save"),
-    ("script/rollback", "/script/rollback", ["post"], "reconvert"),
-    ("script/diff", "/script/diff", ["post"], None),
-    ("script/staging/diff", "/script/staging/diff", ["get"], None),
-    ("script/locate", "/script/locate", ["get"], None),
-    ("scripts", "/scripts", ["get"], None),
-    ("edit/pending", "/pending", ["get", "delete"], None),
-    ("edit/history", "/history", ["get"], None),
-    ("edit/versions", "/versions", ["get"], None),
-    ("edit/diff", "/diff", ["post"], None),
-]

@@ -1,60 +1,145 @@
-"""Use cases of the gateway's script editing: forwarding to the edit service, then what must follow a success
-(reconversion after run/save/rollback/discard, the change log after a save)."""
+"""Use cases of the gateway's script editing: forwarding a call to the edit service, then what must follow its
+success (reconversion when the working product changed, the `version_saved` announcement after a save)."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Callable
 
-from issues_app.services import record_version_changes
 from models_app import edit_client
-from models_app.services import request_conversion
-from models_app.storage import MODEL_ID_RE, model_dir
-from viewer_gateway.envelope import InvalidInput, NotFound
+from models_app.edit_client import UpstreamOutcomeUnknown
+from models_app.models import IfcModel
+from models_app.services import model_create_for_script, model_delete, model_exists, request_conversion
+from models_app.signals import version_saved
+from viewer_gateway.envelope import ApiError, InvalidInput, NotFound, UpstreamError
+from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance, provenance_error
 
 logger = logging.getLogger(__name__)
 
-PROVENANCE_SOURCES = ("UI", "AI")
+# (model id, edit-service answer, validated request body) -> the answer to give
+SuccessHook = Callable[[str, dict, dict], dict]
 
 
 def check_provenance(body) -> None:
     """provenance.source outside UI/AI is rejected before anything is forwarded."""
-    if not isinstance(body, dict) or "provenance" not in body:
+    if not isinstance(body, dict) or "provenance" not in body or body["provenance"] is None:
         return
     provenance = body["provenance"]
-    source = provenance.get("source") if isinstance(provenance, dict) else None
-    if source not in PROVENANCE_SOURCES:
-        raise InvalidInput(f"provenance.source must be UI or AI, got {source!r}")
+    if not isinstance(provenance, dict) or provenance.get("source") not in Provenance.values:
+        raise InvalidInput(provenance_error(provenance))
 
 
-def forward(*, model_id: str, method: str, edit_path: str, query=None, body=None, after: str | None = None):
-    """Forwards one script/edit call for an existing model and applies its follow-up on success."""
-    # The model's folder exists exactly as long as the model (created at upload, removed by delete); checking it
-    # instead of the database keeps a database connection off the proxy's hot path.
-    if not MODEL_ID_RE.match(model_id or "") or not model_dir(model_id).is_dir():
-        raise NotFound(f"model {model_id} not found")
-    check_provenance(body)
-    payload = edit_client.call(method, f"/models/{model_id}{edit_path}", params=query, json=body)
-    if after in ("reconvert", "save"):
-        request_conversion(model_id)  # the working product changed: the viewer gets a new XKT
-    if after == "save":
-        payload = _log_saved_changes(model_id, payload, body if isinstance(body, dict) else {})
+def queue_reconversion(model_id: str, payload: dict, body: dict) -> dict:
+    request_conversion(model_id)  # the working product changed: the viewer gets a new XKT
     return payload
 
 
-def _log_saved_changes(model_id: str, payload: dict, body: dict) -> dict:
-    """One change entry per changed field of the saved version's semantic diff; a failure here is reported as a
-    warning, never as an error of the (already successful) save."""
+def announce_saved_version(model_id: str, payload: dict, body: dict) -> dict:
+    """Tells the record-keeping apps (change log) about the saved version; a failure there is a warning, never an
+    error of the (already successful) save."""
     try:
-        diff = payload.get("diff") or {}
-        record_version_changes(
+        version_saved.send(
+            sender=None,
             model_id=model_id,
             version=payload.get("version", ""),
-            changed=diff.get("changed", []),
-            author=body.get("author") or "local-user",
-            provenance=(body.get("provenance") or {}).get("source", "UI"),
+            changed=(payload.get("diff") or {}).get("changed", []),
+            author=body.get("author") or DEFAULT_AUTHOR,
+            provenance=(body.get("provenance") or {}).get("source") or Provenance.UI.value,
             operation=body.get("operation") or "update",
         )
-    except Exception as exc:  # noqa: BLE001 - any failure of the log must leave the save's 200
-        logger.exception("change log for the save of %s not written", model_id)
+    except Exception as exc:  # noqa: BLE001 - any failure of a receiver must leave the save's 200
+        logger.exception("receivers of the save of %s failed", model_id)
         return {**payload, "warning": f"the version was saved but the change log could not be written: {exc}"}
     return payload
+
+
+@dataclass(frozen=True)
+class ProxyRoute:
+    """One row of the spec's proxy table: gateway route under /api/v1/models/<id>/ -> edit-service path."""
+
+    route: str
+    edit_path: str
+    methods: tuple[str, ...]
+    on_success: tuple[SuccessHook, ...] = ()
+
+    @property
+    def changes_product(self) -> bool:
+        return queue_reconversion in self.on_success
+
+
+PROXY_ROUTES = [
+    ProxyRoute("script", "/script", ("get", "put")),
+    ProxyRoute("script/params", "/script/params", ("get",)),
+    ProxyRoute("script/undo", "/script/undo", ("post",)),
+    ProxyRoute("script/redo", "/script/redo", ("post",)),
+    # discard brings model.ifc back to the last saved version, so it is converted again too
+    ProxyRoute("script/discard", "/script/discard", ("post",), (queue_reconversion,)),
+    ProxyRoute("script/run", "/script/run", ("post",), (queue_reconversion,)),
+    ProxyRoute("script/save", "/script/save", ("post",), (queue_reconversion, announce_saved_version)),
+    ProxyRoute("script/rollback", "/script/rollback", ("post",), (queue_reconversion,)),
+    ProxyRoute("script/diff", "/script/diff", ("post",)),
+    ProxyRoute("script/staging/diff", "/script/staging/diff", ("get",)),
+    ProxyRoute("script/locate", "/script/locate", ("get",)),
+    ProxyRoute("scripts", "/scripts", ("get",)),
+    ProxyRoute("edit/pending", "/pending", ("get", "delete")),
+    ProxyRoute("edit/history", "/history", ("get",)),
+    ProxyRoute("edit/versions", "/versions", ("get",)),
+    ProxyRoute("edit/diff", "/diff", ("post",)),
+]
+
+
+def require_model(model_id: str) -> None:
+    if not model_exists(model_id):
+        raise NotFound(f"model {model_id} not found")
+
+
+def forward(*, model_id: str, route: ProxyRoute, method: str, query=None, body=None):
+    """Forwards one script/edit call for an existing model and applies the route's follow-ups on success. When the
+    outcome is unknown (the edit service was too slow or the connection broke) a product-changing call is assumed
+    to have changed the product: converting once more is harmless, a stale viewer is not."""
+    require_model(model_id)
+    check_provenance(body)
+    try:
+        payload = edit_client.call(method, f"/models/{model_id}{route.edit_path}", params=query, json=body)
+    except UpstreamOutcomeUnknown:
+        if route.changes_product:
+            request_conversion(model_id)
+        raise
+    for hook in route.on_success:
+        payload = hook(model_id, payload, body if isinstance(body, dict) else {})
+    return payload
+
+
+def script_edit_call(*, model_id: str, design_key: str, argument: str, value) -> dict:
+    """edit-call is not proxied (spec): gateway code that uses it (agent, overrides migrate) goes through here, so
+    the changed product is converted like after a run."""
+    require_model(model_id)
+    payload = edit_client.call(
+        "POST", f"/models/{model_id}/script/edit-call", json={"designKey": design_key, "argument": argument, "value": value}
+    )
+    request_conversion(model_id)
+    return payload
+
+
+def script_cancel_runs(*, model_id: str) -> dict:
+    """Kills the model's sandbox runs on the edit service (an aborted chat turn); nothing they made is published."""
+    try:
+        return edit_client.call("POST", f"/models/{model_id}/script/cancel")
+    except ApiError as exc:
+        logger.warning("cancelling the sandbox runs of %s failed: %s", model_id, exc.detail)
+        return {"cancelled": 0}
+
+
+def model_create_from_script(*, name: str, script: str, note: str, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value) -> tuple[IfcModel, dict]:
+    """A new model built by a script: staged, run in the sandbox and saved as v1 by the edit service, then
+    converted. Any failure of the edit service leaves nothing behind and is an upstream error (50200)."""
+    model = model_create_for_script(name=name)
+    try:
+        edit_client.call("PUT", f"/models/{model.id}/script", json={"script": script, "note": note})
+        saved = edit_client.call("POST", f"/models/{model.id}/script/save", json={"note": note, "author": author, "provenance": {"source": provenance}})
+    except ApiError as exc:
+        model_delete(model.id)
+        raise UpstreamError(f"the edit service could not build the model: {exc.detail}", data=exc.data) from None
+    request_conversion(model.id)
+    return model, saved

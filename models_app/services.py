@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import json
 import logging
 import os
 import shutil
@@ -18,13 +20,18 @@ from django.utils import timezone
 from models_app.conversion.runner import run_pipeline
 from models_app.models import IfcModel
 from models_app.storage import (
+    BOOTSTRAP_IFC_FILE,
     IFC_FILE,
+    METADATA_FILE,
     MODEL_ID_RE,
     STATIC_OUTPUTS,
+    file_signature,
+    latest_saved_ifc,
     model_dir,
+    model_file,
     publish_file,
 )
-from viewer_gateway.envelope import InvalidInput, NotFound, TooLarge
+from viewer_gateway.envelope import Conflict, InvalidInput, NotFound, TooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +54,34 @@ def model_get(model_id: str) -> IfcModel:
 
 def model_list():
     return IfcModel.objects.order_by("-created_at")
+
+
+def model_exists(model_id: str) -> bool:
+    return bool(MODEL_ID_RE.match(model_id or "")) and IfcModel.objects.filter(pk=model_id).exists()
+
+
+def model_metadata(model_id: str) -> dict:
+    """The model's metadata.json (the meta-model of its last conversion)."""
+    model = model_get(model_id)
+    try:
+        with open(model_file(model.id, METADATA_FILE), encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise NotFound(f"model {model.id} has no metadata yet (status {model.status})") from None
+
+
+def model_download_file(model_id: str, *, current_product: bool = False) -> tuple[IfcModel, Path]:
+    """The IFC a download serves: the original (the upload, kept as bootstrap.ifc once a script took the model
+    over; for a model born from a script, its latest saved version), never an unsaved preview; or, when asked
+    for, the current working product (model.ifc, possibly an unsaved run)."""
+    model = model_get(model_id)
+    candidates = [model_file(model.id, IFC_FILE)] if current_product else [
+        model_file(model.id, BOOTSTRAP_IFC_FILE), latest_saved_ifc(model.id), model_file(model.id, IFC_FILE)
+    ]
+    for path in candidates:
+        if path is not None and path.is_file():
+            return model, path
+    raise NotFound(f"model {model.id} has no IFC file")
 
 
 # --- upload ----------------------------------------------------------------------------------------------------
@@ -76,7 +111,7 @@ def model_upload(*, uploaded_file) -> IfcModel:
 
     model = IfcModel(name=name, size=uploaded_file.size)
     folder = model_dir(model.id)
-    folder.mkdir(parents=True)
+    folder.mkdir()
     try:
         # hard link, not move: Django still owns (and deletes) the temporary upload file
         staged = folder / f".{IFC_FILE}.upload"
@@ -87,6 +122,19 @@ def model_upload(*, uploaded_file) -> IfcModel:
             _queue_conversion(model)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return model
+
+
+def model_create_for_script(*, name: str) -> IfcModel:
+    """A model whose IFC a build script will produce: its record and folder, no IFC yet (converting once the
+    script's first version is saved)."""
+    model = IfcModel(name=name)
+    model_dir(model.id).mkdir()
+    try:
+        model.save(force_insert=True)
+    except BaseException:
+        shutil.rmtree(model_dir(model.id), ignore_errors=True)
         raise
     return model
 
@@ -119,7 +167,12 @@ def request_conversion(model_id: str) -> IfcModel:
 
 
 def model_retry(model_id: str) -> IfcModel:
-    model_get(model_id)
+    """Failed models are re-enqueued; a model already converting is returned as it is (its run goes on)."""
+    model = model_get(model_id)
+    if model.status == IfcModel.Status.CONVERTING:
+        return model
+    if model.status == IfcModel.Status.READY:
+        raise Conflict(f"model {model.id} is ready: only a failed conversion can be retried")
     return request_conversion(model_id)
 
 
@@ -185,9 +238,21 @@ def _progress_writer(model_id: str):
     return on_progress
 
 
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        shutil.copyfile(source, target)
+
+
 def _publish_outputs(work_dir: Path, folder: Path) -> None:
     for name in STATIC_OUTPUTS:
-        publish_file(work_dir / name, folder / name)
+        if (work_dir / name).exists():
+            publish_file(work_dir / name, folder / name)
+        else:
+            (folder / name).unlink(missing_ok=True)  # an output this run did not make must not describe an older IFC
 
 
 def run_conversion(model_id: str) -> None:
@@ -199,10 +264,12 @@ def run_conversion(model_id: str) -> None:
     while True:
         folder = model_dir(model_id)
         work_dir = folder / f".convert-{uuid.uuid4().hex[:8]}"
+        source = work_dir / IFC_FILE
         try:
-            work_dir.mkdir(parents=True)
+            work_dir.mkdir()  # never parents: a deleted model's folder must not come back
+            _link_or_copy(folder / IFC_FILE, source)  # the run converts this exact file even if model.ifc is replaced
             result = run_pipeline(
-                folder / IFC_FILE,
+                source,
                 work_dir,
                 node_bin=config.nodeBin,
                 converter_script=config.converterScript,
@@ -228,7 +295,8 @@ def run_conversion(model_id: str) -> None:
             if result is not None and result.ok:
                 _publish_outputs(work_dir, folder)
                 model.status, model.error = IfcModel.Status.READY, ""
-                model.size = (folder / IFC_FILE).stat().st_size  # a script run may have replaced the IFC
+                model.size = source.stat().st_size  # a script run may have replaced the IFC
+                model.converted_ifc = file_signature(source)
             else:
                 model.status, model.error = IfcModel.Status.FAILED, error or "conversion failed"
             model.job, model.job_worker = IfcModel.Job.IDLE, ""
@@ -237,6 +305,26 @@ def run_conversion(model_id: str) -> None:
         shutil.rmtree(work_dir, ignore_errors=True)
         logger.info("conversion of %s finished: %s", model_id, model.status)
         return
+
+
+def reconvert_changed_products() -> list[str]:
+    """Queues a conversion for every ready model whose model.ifc is no longer the file its outputs came from: the
+    edit service changed it without going through the gateway (a direct edit-call, run or rollback)."""
+    changed = []
+    for model_id, converted in IfcModel.objects.filter(status=IfcModel.Status.READY).exclude(converted_ifc="").values_list("id", "converted_ifc"):
+        try:
+            current = file_signature(model_file(model_id, IFC_FILE))
+        except FileNotFoundError:
+            continue
+        if current != converted:
+            try:
+                request_conversion(model_id)
+            except NotFound:
+                continue
+            changed.append(model_id)
+    for model_id in changed:
+        logger.info("model.ifc of %s changed outside the gateway: reconversion queued", model_id)
+    return changed
 
 
 def recover_interrupted_conversions() -> list[str]:

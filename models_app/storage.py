@@ -7,14 +7,18 @@ from pathlib import Path
 
 from django.conf import settings
 
+from models_app.conversion.pipeline import ELEMENT_VALUES_FILE, METADATA_FILE
+from models_app.conversion.runner import XKT_FILE
 from models_app.models import MODEL_ID_PATTERN
 
 MODEL_ID_RE = re.compile(rf"^{MODEL_ID_PATTERN}$")
+VERSION_META_RE = re.compile(r"^v([1-9]\d*)\.json$")
 
 IFC_FILE = "model.ifc"
-XKT_FILE = "model.xkt"
-METADATA_FILE = "metadata.json"
-STATIC_OUTPUTS = (XKT_FILE, METADATA_FILE)
+BOOTSTRAP_IFC_FILE = "bootstrap.ifc"  # the uploaded original, kept by the edit service when a script takes over
+# conversion outputs; element-values.json holds the IFC values of the override whitelist (issues_app), not served
+# Published in this order: a viewer loading both during a publish sees the new metadata before the new geometry.
+STATIC_OUTPUTS = (ELEMENT_VALUES_FILE, METADATA_FILE, XKT_FILE)
 
 
 def model_dir(model_id: str) -> Path:
@@ -25,6 +29,22 @@ def model_dir(model_id: str) -> Path:
 
 def model_file(model_id: str, name: str) -> Path:
     return model_dir(model_id) / name
+
+
+def latest_saved_ifc(model_id: str) -> Path | None:
+    """The IFC of the model's latest saved big version (the edit service keeps only that one materialised)."""
+    versions = model_dir(model_id) / "script" / "versions"
+    numbers = [int(m.group(1)) for p in versions.glob("v*.json") if (m := VERSION_META_RE.match(p.name))]
+    if not numbers:
+        return None
+    path = versions / f"v{max(numbers)}.ifc"
+    return path if path.is_file() else None
+
+
+def file_signature(path: Path) -> str:
+    """Changes whenever the file is replaced or rewritten (inode, size, mtime)."""
+    stat = path.stat()
+    return f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
 
 
 def fsync_dir(path: Path) -> None:

@@ -1,7 +1,8 @@
 from django.urls import path
 
 from models_app import views
-from models_app.proxy_views import PROXY_ROUTES, EditProxyView
+from models_app.proxy_views import EditProxyView
+from models_app.script_services import PROXY_ROUTES
 
 api_urlpatterns = [
     path("models", views.ModelListView.as_view(), name="model-list"),
@@ -10,11 +11,11 @@ api_urlpatterns = [
     path("models/<str:model_id>/download", views.ModelDownloadView.as_view(), name="model-download"),
     *(
         path(
-            f"models/<str:model_id>/{route}",
-            EditProxyView.as_view(edit_path=edit_path, after=after, http_method_names=[*methods, "options"]),
-            name=f"edit-proxy-{route.replace('/', '-')}",
+            f"models/<str:model_id>/{route.route}",
+            EditProxyView.as_view(route=route, http_method_names=[*route.methods, "options"]),
+            name=f"edit-proxy-{route.route.replace('/', '-')}",
         )
-        for route, edit_path, methods, after in PROXY_ROUTES
+        for route in PROXY_ROUTES
     ),
 ]
 

@@ -1,22 +1,22 @@
-from django.conf import settings
 from django.http import FileResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from models_app import services
 from models_app.serializers import ModelSerializer, ModelUploadSerializer
-from models_app.storage import IFC_FILE, METADATA_FILE, XKT_FILE, model_file
-from models_app.uploads import size_limit_message
-from viewer_gateway.envelope import InvalidInput, NotFound, TooLarge
+from models_app.storage import METADATA_FILE, XKT_FILE, model_file
+from viewer_gateway.envelope import InvalidInput, NotFound
 from viewer_gateway.static_files import serve_file
+from viewer_gateway.uploads import UploadLimit
 
-MULTIPART_OVERHEAD_BYTES = 64 * 1024
+FILE_PART_REQUIRED = "multipart/form-data with a part 'file' (the .ifc file) is required"
 
 
-class ModelListView(APIView):
+class ModelListView(UploadLimit, APIView):
     parser_classes = [MultiPartParser]
+    upload_limit_what = "the IFC file"
 
     @extend_schema(responses=ModelSerializer(many=True), summary="List models, newest first")
     def get(self, request):
@@ -28,13 +28,11 @@ class ModelListView(APIView):
         summary="Upload an IFC file; conversion is queued",
     )
     def post(self, request):
-        content_length = request.META.get("CONTENT_LENGTH")
-        max_bytes = settings.VIEWER.max_upload_bytes
-        if content_length and content_length.isdigit() and int(content_length) > max_bytes + MULTIPART_OVERHEAD_BYTES:
-            raise TooLarge(size_limit_message(max_bytes))  # rejected before a byte of the body is read
+        if not (request.content_type or "").startswith("multipart/form-data"):
+            raise InvalidInput(f"{FILE_PART_REQUIRED}, got Content-Type {request.content_type or 'none'!r}")
         uploaded = request.FILES.get("file")
         if uploaded is None:
-            raise InvalidInput("multipart field 'file' (the .ifc file) is required")
+            raise InvalidInput(FILE_PART_REQUIRED)
         return Response(ModelSerializer(services.model_upload(uploaded_file=uploaded)).data)
 
 
@@ -56,12 +54,14 @@ class ModelRetryView(APIView):
 
 
 class ModelDownloadView(APIView):
-    @extend_schema(responses={(200, "application/octet-stream"): bytes}, summary="Download the IFC file (no envelope)")
+    @extend_schema(
+        parameters=[OpenApiParameter("product", str, enum=["current"], required=False, description="current: the working product (possibly an unsaved run) instead of the original")],
+        responses={(200, "application/x-step"): bytes},
+        summary="Download the original IFC (no envelope)",
+    )
     def get(self, request, model_id):
-        model = services.model_get(model_id)
-        path = model_file(model.id, IFC_FILE)
-        if not path.is_file():
-            raise NotFound(f"model {model.id} has no IFC file")
+        current_product = request.query_params.get("product") == "current"
+        model, path = services.model_download_file(model_id, current_product=current_product)
         return FileResponse(open(path, "rb"), as_attachment=True, filename=model.name, content_type="application/x-step")
 
 

@@ -3,6 +3,8 @@ import dataclasses
 import pytest
 from rest_framework.test import APIClient
 
+from tests.processes import kill_survivors
+
 
 @pytest.fixture
 def api():
@@ -30,3 +32,13 @@ def empty_data_dir(settings):
     for folder in (Path(settings.MODELS_DIR), Path(settings.UPLOAD_TMP_DIR)):
         for child in folder.iterdir():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """No process started by the suite outlives it; one that had to be killed here fails the run."""
+    survivors = kill_survivors()
+    if survivors:
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line(
+            "processes started by the tests were still running and have been killed:\n  " + "\n  ".join(survivors), red=True
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,3 +1,4 @@
+import asyncio
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "viewer_gateway.settings")
@@ -7,4 +8,11 @@ from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi_app = get_asgi_application()
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+from chat_app.turns import bind_server_loop  # noqa: E402
+
+router = ProtocolTypeRouter({"http": django_asgi_app})
+
+
+async def application(scope, receive, send):
+    bind_server_loop(asyncio.get_running_loop())  # chat turns run on the server's loop
+    return await router(scope, receive, send)

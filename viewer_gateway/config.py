@@ -2,18 +2,23 @@
 
 The file's path comes from VIEWER_CONFIG (default ./server_config.json); relative paths inside it are resolved
 against the process working directory. A missing file means defaults; a malformed one stops startup with one line
-naming the offending key (ConfigError).
+naming the offending key (ConfigError). Keys starting with "_" are comments. Without `converterScript` the converter
+shipped in this checkout is used (the spec's default ../converter/convert.js only fits a checkout beside the data).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_CONFIG_PATH = "./server_config.json"
+SHIPPED_CONVERTER = Path(__file__).resolve().parent.parent / "converter" / "convert.js"
+LOOPBACK_HOST_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 class ConfigError(Exception):
@@ -26,7 +31,7 @@ class GatewayConfig:
     port: int = 8090
     dataDir: Path = Path("../data")
     nodeBin: str = "node"
-    converterScript: Path = Path("../converter/convert.js")
+    converterScript: Path = SHIPPED_CONVERTER
     maxUploadMB: float = 200
     pgDSN: str = ""
     editServiceURL: str = "http://127.0.0.1:8100"
@@ -38,13 +43,29 @@ class GatewayConfig:
     # Extensions beyond the spec's table (documented in the README).
     conversionTimeoutSeconds: float = 1800
     conversionWorkers: int = 2
-    editServiceTimeoutSeconds: float = 150
+    editServiceTimeoutSeconds: float = 300
     redisURL: str = ""
+    allowedHosts: tuple[str, ...] = ()
     source: str = field(default="defaults", compare=False)
 
     @property
     def max_upload_bytes(self) -> int:
         return int(self.maxUploadMB * 1024 * 1024)
+
+    @property
+    def listens_on_loopback(self) -> bool:
+        try:
+            return ipaddress.ip_address(self.host.strip("[]")).is_loopback
+        except ValueError:
+            return self.host == "localhost"
+
+    def allowed_host_names(self) -> list[str]:
+        """Host header values the gateway answers (Django ALLOWED_HOSTS), against DNS rebinding: the loopback names,
+        the listen address unless it is a wildcard, and `allowedHosts` (names a reverse proxy or users reach it by)."""
+        names = [*LOOPBACK_HOST_NAMES, *self.allowedHosts]
+        if self.host not in ("0.0.0.0", "::", "[::]", ""):
+            names.append(f"[{self.host}]" if ":" in self.host else self.host)
+        return list(dict.fromkeys(names))
 
 
 # key -> (accepted JSON types, converter)
@@ -66,6 +87,7 @@ _KEYS = {
     "conversionWorkers": ((int,), int),
     "editServiceTimeoutSeconds": ((int, float), float),
     "redisURL": ((str,), str),
+    "allowedHosts": ((str, list), None),
 }
 
 _ENV_OVERRIDES = {
@@ -74,15 +96,16 @@ _ENV_OVERRIDES = {
     "apiToken": "VIEWER_API_TOKEN",
     "corsOrigins": "VIEWER_CORS_ORIGINS",
     "redisURL": "VIEWER_REDIS_URL",
+    "allowedHosts": "VIEWER_ALLOWED_HOSTS",
     # Not in the spec's table: lets `make run` give gateway and edit service one data directory.
     "dataDir": "VIEWER_DATA_DIR",
 }
 
 
-def _origins(value: str | list) -> tuple[str, ...]:
+def _string_list(key: str, value: str | list) -> tuple[str, ...]:
     items = value.split(",") if isinstance(value, str) else value
     if not all(isinstance(item, str) for item in items):
-        raise ConfigError("corsOrigins: every origin must be a string")
+        raise ConfigError(f"{key}: every item must be a string")
     return tuple(item.strip().rstrip("/") for item in items if item.strip())
 
 
@@ -91,8 +114,8 @@ def _convert(key: str, value):
     if isinstance(value, bool) or not isinstance(value, accepted):
         names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list"}[t] for t in accepted))
         raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")
-    if key == "corsOrigins":
-        return _origins(value)
+    if key in ("corsOrigins", "allowedHosts"):
+        return _string_list(key, value)
     if key in ("port", "conversionWorkers", "maxUploadMB", "conversionTimeoutSeconds", "editServiceTimeoutSeconds") and value <= 0:
         raise ConfigError(f"{key}: must be positive, got {value}")
     return converter(value)
@@ -116,6 +139,8 @@ def load_config(environ=None) -> GatewayConfig:
         if not isinstance(raw, dict):
             raise ConfigError(f"{path}: the top level must be a JSON object")
         for key, value in raw.items():
+            if key.startswith("_"):
+                continue
             if key not in _KEYS:
                 raise ConfigError(f"{key}: unknown configuration key in {path}")
             values[key] = _convert(key, value)
@@ -133,15 +158,39 @@ def load_config(environ=None) -> GatewayConfig:
     )
 
 
+def converter_problem(config: GatewayConfig) -> str | None:
+    """Why conversions cannot run with this configuration, naming the key to fix; None when they can."""
+    if shutil.which(config.nodeBin) is None:
+        return f"nodeBin: {config.nodeBin!r} is not an executable on PATH (install node >= 18 or set nodeBin)"
+    if not config.converterScript.is_file():
+        return f"converterScript: {config.converterScript} does not exist (leave the key out to use {SHIPPED_CONVERTER})"
+    return None
+
+
+def _exit_with(message: str) -> None:
+    sys.stderr.write(f"configuration error: {message}\n")
+    raise SystemExit(2)
+
+
 def load_config_or_exit() -> GatewayConfig:
     try:
         return load_config()
     except ConfigError as exc:
-        sys.stderr.write(f"configuration error: {exc}\n")
-        raise SystemExit(2) from None
+        _exit_with(str(exc))
+
+
+def require_converter(config: GatewayConfig) -> None:
+    """Startup check of the processes that convert: one clear line and exit 2 when the converter cannot run."""
+    problem = converter_problem(config)
+    if problem:
+        _exit_with(problem)
 
 
 if __name__ == "__main__":
-    # `python -m viewer_gateway.config KEY` prints one resolved value (used by the Makefile).
+    # `python -m viewer_gateway.config KEY` prints one resolved value; `--check-converter` checks the converter
+    # (both used by the Makefile).
     cfg = load_config_or_exit()
-    print(getattr(cfg, sys.argv[1]) if len(sys.argv) > 1 else cfg)
+    if sys.argv[1:] == ["--check-converter"]:
+        require_converter(cfg)
+    else:
+        print(getattr(cfg, sys.argv[1]) if len(sys.argv) > 1 else cfg)

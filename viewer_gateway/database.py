@@ -21,9 +21,10 @@ def postgres_settings(dsn: str) -> dict:
 
 
 def sqlite_settings(data_dir: Path) -> dict:
-    # Gateway and workers write concurrently: WAL + IMMEDIATE transactions + busy timeout make writers wait.
+    # Gateway and workers write concurrently: WAL + IMMEDIATE transactions + busy timeout make writers wait, and
+    # the writers of one process take turns (sqlite_backend) instead of racing in SQLite's busy handler.
     return {
-        "ENGINE": "django.db.backends.sqlite3",
+        "ENGINE": "viewer_gateway.sqlite_backend",
         "NAME": str(data_dir / "viewer.sqlite3"),
         "CONN_MAX_AGE": 60,
         "OPTIONS": {

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import logging
 
-from django.http import JsonResponse
-from rest_framework import exceptions, status
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
+from django.http import Http404, HttpResponse, JsonResponse
+from rest_framework import exceptions
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
@@ -71,6 +73,11 @@ def envelope(data=None, code: int = OK, message: str = "ok") -> dict:
     return {"code": code, "message": message, "data": data}
 
 
+def enveloped_json(data_json: bytes) -> HttpResponse:
+    """A success envelope around data that is already JSON (a fast path that skips DRF's renderer)."""
+    return HttpResponse(b'{"code":0,"message":"ok","data":' + data_json + b"}", content_type="application/json")
+
+
 def error_response(code: int, message: str, data=None, http_status: int | None = None) -> JsonResponse:
     return JsonResponse(envelope(data, code, message), status=http_status or HTTP_STATUS[code])
 
@@ -83,6 +90,13 @@ class EnvelopeJSONRenderer(JSONRenderer):
         if response is not None and not getattr(response, "enveloped", False):
             data = envelope(data)
         return super().render(data, accepted_media_type, renderer_context)
+
+
+class JSONOnlyNegotiation(DefaultContentNegotiation):
+    """The API answers JSON (or a file) whatever the Accept header says: a strict client never gets a 406."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
 
 
 def _first_message(detail) -> str:
@@ -101,24 +115,19 @@ def _envelope_for(exc: exceptions.APIException) -> tuple[int, str, object, int]:
         return UNAUTHORIZED, "missing or invalid bearer token", None, 401
     if isinstance(exc, exceptions.NotFound):
         return NOT_FOUND, "not found", None, 404
-    if isinstance(exc, exceptions.MethodNotAllowed):
-        return INVALID, str(exc.detail), None, status.HTTP_405_METHOD_NOT_ALLOWED
-    if isinstance(exc, exceptions.UnsupportedMediaType):
-        return INVALID, str(exc.detail), None, 415
-    if isinstance(exc, exceptions.Throttled):
-        return INVALID, str(exc.detail), None, 429
     if isinstance(exc, exceptions.ValidationError):
-        return INVALID, _first_message(exc.detail), exc.detail, 400
-    if isinstance(exc, exceptions.ParseError):
-        return INVALID, str(exc.detail), None, 400
-    return INVALID, _first_message(exc.detail), None, exc.status_code
+        return INVALID, _first_message(exc.detail), exc.detail, HTTP_STATUS[INVALID]
+    if isinstance(exc, exceptions.UnsupportedMediaType):
+        return INVALID, f"{exc.detail} (send the body as the route's documented content type)", None, HTTP_STATUS[INVALID]
+    # Wrong method, unacceptable media type, throttling: all request errors, so 40001 with the status of 40001.
+    return INVALID, _first_message(exc.detail), None, HTTP_STATUS[INVALID]
 
 
 def envelope_exception_handler(exc, context):
-    from django.http import Http404
-
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
+    elif isinstance(exc, RequestDataTooBig):
+        exc = TooLarge("request body exceeds the size limit of this route")
     if not isinstance(exc, exceptions.APIException):
         logger.exception("unhandled error in %s", context.get("view"))
         response = Response(envelope(None, INTERNAL, "internal server error"), status=500)
@@ -142,4 +151,8 @@ def server_error_view(request):
 
 
 def bad_request_view(request, exception=None):
+    if isinstance(exception, DisallowedHost):
+        return error_response(INVALID, f"{exception} (a Host header this gateway does not answer; see allowedHosts)")
+    if isinstance(exception, RequestDataTooBig):
+        return error_response(TOO_LARGE, "request body exceeds the size limit of this route")
     return error_response(INVALID, "bad request")

@@ -2,6 +2,7 @@
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from viewer_gateway.config import load_config_or_exit
@@ -17,19 +18,27 @@ for _folder in (MODELS_DIR, UPLOAD_TMP_DIR, DATA_DIR / "static"):
 
 
 def _secret_key() -> str:
-    """A per-data-directory secret, created once, so admin sessions survive restarts."""
+    """A per-data-directory secret, created once, so admin sessions survive restarts. Processes starting together
+    race to create it: each writes its own temp file and links it into place; the first link wins."""
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(secrets.token_urlsafe(50))
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
+        fd, tmp = tempfile.mkstemp(prefix=".secret_key.", dir=DATA_DIR)
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(50))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
     return path.read_text().strip()
 
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _secret_key()
 DEBUG = os.environ.get("VIEWER_DEBUG") == "1"
-ALLOWED_HOSTS = ["*"]
+ALLOWED_HOSTS = VIEWER.allowed_host_names()
 
 INSTALLED_APPS = [
     "daphne",
@@ -48,9 +57,12 @@ INSTALLED_APPS = [
     "channels",
     "models_app",
     "issues_app",
+    "chat_app",
+    "plans_app",
 ]
 
 MIDDLEWARE = [
+    "viewer_gateway.compression.ApiGZipMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -100,6 +112,9 @@ CHANNEL_LAYERS = (
     else {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 )
 
+# seconds between heartbeat comments on an idle event stream
+CHAT_HEARTBEAT_SECONDS = float(os.environ.get("VIEWER_SSE_HEARTBEAT_SECONDS") or 15)
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -107,11 +122,13 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
+# the web client, built by `make run` / `make test` from frontend/ (npm ci + esbuild)
+STATICFILES_DIRS = [("viewer", BASE_DIR / "frontend" / "dist")]
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = False
 
 # Uploads stream into the data directory (same filesystem as the models, so publishing is a rename).
-FILE_UPLOAD_HANDLERS = ["models_app.uploads.SizeLimitedUploadHandler"]
+FILE_UPLOAD_HANDLERS = ["viewer_gateway.uploads.SizeLimitedUploadHandler"]
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_TMP_DIR)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 0
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
@@ -128,10 +145,11 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.JSONParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["viewer_gateway.auth.BearerTokenScheme"],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
     "EXCEPTION_HANDLER": "viewer_gateway.envelope.envelope_exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "viewer_gateway.envelope.JSONOnlyNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
@@ -142,6 +160,21 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Raw JS: the page asks for the token once (when the schema answers 401) and sends it with every request.
+    "SWAGGER_UI_SETTINGS": """{
+  requestInterceptor: (request) => {
+    const token = sessionStorage.getItem("viewerApiToken");
+    if (token) request.headers["Authorization"] = "Bearer " + token;
+    return request;
+  },
+  responseInterceptor: (response) => {
+    if (response.status === 401 && response.url.endsWith("/openapi.json")) {
+      const token = window.prompt("This gateway needs its API token (apiToken):");
+      if (token) { sessionStorage.setItem("viewerApiToken", token); window.location.reload(); }
+    }
+    return response;
+  },
+}""",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {
@@ -151,6 +184,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "viewer_gateway.openapi.wrap_responses_in_envelope",
+        "chat_app.openapi.add_event_stream",
     ],
 }
 

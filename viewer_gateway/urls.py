@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
+from chat_app import urls as chat_urls
+from plans_app import urls as plans_urls
 from issues_app import urls as issues_urls
 from models_app import urls as models_urls
 
@@ -12,11 +15,14 @@ handler500 = "viewer_gateway.envelope.server_error_view"
 api_v1 = [
     *models_urls.api_urlpatterns,
     *issues_urls.api_urlpatterns,
+    *chat_urls.api_urlpatterns,
+    *plans_urls.api_urlpatterns,
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
 ]
 
 urlpatterns = [
+    path("", TemplateView.as_view(template_name="viewer/index.html"), name="web-client"),
     path("api/v1/", include(api_v1)),
     path("v1/", include(models_urls.static_urlpatterns + issues_urls.static_urlpatterns)),
     path("admin/", admin.site.urls),

@@ -2,7 +2,8 @@
 
     python -m models_app.conversion.pipeline --ifc model.ifc --out WORKDIR
 
-Writes WORKDIR/metadata.json and WORKDIR/geometry.glb (GLB node names = IFC GlobalIds), or, when ifcopenshell
+Writes WORKDIR/metadata.json, WORKDIR/element-values.json (the IFC values of the override fields) and
+WORKDIR/geometry.glb (GLB node names = IFC GlobalIds), or, when ifcopenshell
 cannot open the file (e.g. schema IFC4X3_RC2), WORKDIR/fallback.txt with the reason, so the worker converts with
 xeokit-convert's own IFC parser instead. The XKT step (node converter/convert.js) runs after this process has
 exited, so the two never hold memory at the same time. Progress goes to stdout as JSON lines
@@ -25,6 +26,7 @@ PR_SET_PDEATHSIG = 1
 # The fast simple CGAL kernel, with OpenCascade for the elements it fails on (typically walls with openings).
 HYBRID_KERNELS = ("cgal-simple", "opencascade")
 METADATA_FILE = "metadata.json"
+ELEMENT_VALUES_FILE = "element-values.json"
 GLB_FILE = "geometry.glb"
 FALLBACK_FILE = "fallback.txt"
 
@@ -89,6 +91,7 @@ def main(argv=None) -> int:
 
     import ifcopenshell
 
+    from models_app.conversion.element_values import element_values
     from models_app.conversion.metadata import build_metadata
 
     report("reading", 1)
@@ -99,6 +102,7 @@ def main(argv=None) -> int:
         return 0
     report("metadata", 5)
     write_json(args.out / METADATA_FILE, build_metadata(ifc))
+    write_json(args.out / ELEMENT_VALUES_FILE, element_values(ifc))
     report("geometry", 15)
     shapes = write_glb(ifc, args.out / GLB_FILE, args.threads)
     if not shapes:

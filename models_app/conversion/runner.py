@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from models_app.conversion.metadata import normalise_fallback_metadata
-from models_app.conversion.pipeline import FALLBACK_FILE, GLB_FILE, METADATA_FILE, die_with_parent, write_json
+from models_app.conversion.pipeline import FALLBACK_FILE, GLB_FILE, METADATA_FILE, write_json
 
 ERROR_TAIL_BYTES = 2048
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -51,26 +51,39 @@ def _tail(path: Path) -> str:
 class _Child:
     """One stage in its own process group (the time limit kills the whole group), stdout lines relayed."""
 
-    def __init__(self, command: list[str], work_dir: Path, name: str, wait_for_input: bool = False):
+    def __init__(self, command: list[str], work_dir: Path, name: str, wait_for_input: bool = False, setting: str = ""):
         self.name = name
         self.log_path = work_dir / f"{name}.stderr.log"
-        with open(self.log_path, "wb") as stderr:
-            self.process = subprocess.Popen(
-                command,
-                cwd=PROJECT_ROOT,
-                stdin=subprocess.PIPE if wait_for_input else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                start_new_session=True,
-                preexec_fn=die_with_parent,
-            )
+        # no preexec_fn (unsafe in a threaded worker): each stage ends itself when its parent dies (the pipeline with
+        # PR_SET_PDEATHSIG, the converter by watching its parent pid)
+        try:
+            with open(self.log_path, "wb") as stderr:
+                self.process = subprocess.Popen(
+                    command,
+                    cwd=PROJECT_ROOT,
+                    stdin=subprocess.PIPE if wait_for_input else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            where = f" (configuration key {setting})" if setting else ""
+            raise ConversionFailed(f"cannot start {name}: {command[0]!r}{where}: {exc.strerror or exc}") from None
         self.lines: queue.Queue = queue.Queue()
         self.reader = threading.Thread(target=_pump, args=(self.process.stdout, self.lines), daemon=True)
         self.reader.start()
 
     def send(self, args: list[str]) -> None:
-        self.process.stdin.write(json.dumps(args).encode())
-        self.process.stdin.close()
+        try:
+            self.process.stdin.write(json.dumps(args).encode())
+            self.process.stdin.close()
+        except BrokenPipeError:
+            try:
+                code = self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
+            why = _tail(self.log_path) or "no error output"
+            raise ConversionFailed(f"{self.name} exited before the conversion started (exit code {code}): {why}"[-ERROR_TAIL_BYTES:]) from None
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -116,8 +129,9 @@ def run_pipeline(
             pass
 
     # node loads xeokit-convert (~0.4 s) while ifcopenshell works; it gets its arguments when the GLB is ready
-    node = _Child([node_bin, "--optimize-for-size", str(converter_script), "--stdin"], out_dir, "xeokit-convert", wait_for_input=True)
+    node = None
     try:
+        node = _Child([node_bin, "--optimize-for-size", str(converter_script), "--stdin", "--parent-pid", str(os.getpid())], out_dir, "xeokit-convert", wait_for_input=True, setting="nodeBin")
         ifc_stage = _Child([sys.executable, "-m", "models_app.conversion.pipeline", "--ifc", str(ifc_path), "--out", str(out_dir)], out_dir, "ifcopenshell")
         try:
             ifc_stage.finish(deadline, relay, timeout_seconds)
@@ -140,7 +154,8 @@ def run_pipeline(
     except ConversionFailed as exc:
         return PipelineResult(False, str(exc))
     finally:
-        node.kill()
+        if node is not None:
+            node.kill()
     on_progress("done", 100)
     missing = [p.name for p in (out_dir / XKT_FILE, out_dir / METADATA_FILE) if not p.is_file()]
     if missing:

@@ -7,12 +7,15 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import requests
+
+from tests.processes import signal_group, spawn, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +27,7 @@ def free_port() -> int:
 
 
 class Stack:
-    def __init__(self, data_dir: Path, *, workers: int = 2, token: str = "", config: dict | None = None):
+    def __init__(self, data_dir: Path, *, workers: int = 2, token: str = "", config: dict | None = None, env: dict | None = None):
         self.data_dir = data_dir
         self.port = free_port()
         self.edit_port = free_port()
@@ -33,7 +36,6 @@ class Stack:
         self.config_path.write_text(json.dumps({
             "port": self.port,
             "dataDir": str(data_dir),
-            "converterScript": str(ROOT / "converter" / "convert.js"),
             "editServiceURL": f"http://127.0.0.1:{self.edit_port}",
             "apiToken": token,
             **(config or {}),
@@ -44,6 +46,8 @@ class Stack:
             "VIEWER_DATA_DIR": str(data_dir),
             "EDIT_SERVICE_PORT": str(self.edit_port),
             "PYTHONUNBUFFERED": "1",
+            "DIE_WITH_PARENT": "1",
+            **(env or {}),
         }
         if os.environ.get("VIEWER_PG_DSN") and os.environ.get("E2E_USE_PG"):
             self.env["VIEWER_PG_DSN"] = os.environ["VIEWER_PG_DSN"]
@@ -58,18 +62,32 @@ class Stack:
         return f"http://127.0.0.1:{self.port}"
 
     def _spawn(self, name: str, *args: str) -> subprocess.Popen:
-        log = open(self.data_dir / f"{name}.log", "ab")
-        process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        with open(self.data_dir / f"{name}.log", "ab") as log:
+            process = spawn([sys.executable, *args], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         self.processes[name] = process
         return process
 
     def start(self) -> "Stack":
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=self.env, check=True)
-        self._spawn("gateway", "manage.py", "run_gateway")
+        self.start_gateway()
         self.start_workers()
         self.start_edit_service()
-        self.wait_http(f"{self.url}/api/v1/models")
         return self
+
+    def start_gateway(self, name: str = "gateway", port: int | None = None) -> str:
+        """One more gateway process on the same data directory and database (another port)."""
+        port = port or self.port
+        env = {**self.env}
+        if port != self.port:
+            config = {**json.loads(self.config_path.read_text()), "port": port}
+            path = self.data_dir / f"{name}.server_config.json"
+            path.write_text(json.dumps(config))
+            env["VIEWER_CONFIG"] = str(path)
+        with open(self.data_dir / f"{name}.log", "ab") as log:
+            self.processes[name] = spawn([sys.executable, "manage.py", "run_gateway"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        self.wait_http(f"{url}/api/v1/models")
+        return url
 
     @property
     def edit_url(self) -> str:
@@ -77,28 +95,23 @@ class Stack:
 
     def start_edit_service(self, name: str = "edit", port: int | None = None, extra_env: dict | None = None) -> str:
         port = port or self.edit_port
-        log = open(self.data_dir / f"{name}.log", "ab")
         env = {**self.env, "EDIT_SERVICE_PORT": str(port), **(extra_env or {})}
-        self.processes[name] = subprocess.Popen([sys.executable, "-m", "edit_service"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        with open(self.data_dir / f"{name}.log", "ab") as log:
+            self.processes[name] = spawn([sys.executable, "-m", "edit_service"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         url = f"http://127.0.0.1:{port}"
         self.wait_http(f"{url}/health")
         return url
 
     def kill(self, name: str, sig=signal.SIGKILL) -> None:
-        process = self.processes.pop(name)
-        process.send_signal(sig)
-        process.wait(timeout=30)
+        stop(self.processes.pop(name), sig)
 
     def start_workers(self) -> None:
         for index in range(self.worker_count):
             self._spawn(f"worker{index}", "manage.py", "conversion_worker", "--interval", "0.2", "--recovery-interval", "2")
 
     def kill_workers(self, sig=signal.SIGKILL) -> None:
-        for name, process in list(self.processes.items()):
-            if name.startswith("worker"):
-                process.send_signal(sig)
-                process.wait(timeout=30)
-                del self.processes[name]
+        for name in [name for name in self.processes if name.startswith("worker")]:
+            self.kill(name, sig)
 
     def wait_http(self, url: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -123,13 +136,14 @@ class Stack:
             time.sleep(0.2)
         raise TimeoutError(f"model {model_id} still {model['status']} after {timeout} s")
 
+    def count_rows(self, where: dict[str, str]) -> dict[str, int]:
+        """table -> number of rows matching the SQL condition, read from the stack's SQLite database."""
+        with sqlite3.connect(self.data_dir / "viewer.sqlite3") as database:
+            return {table: database.execute(f"SELECT COUNT(*) FROM {table} WHERE {condition}").fetchone()[0] for table, condition in where.items()}
+
     def stop(self) -> None:
         for process in self.processes.values():
-            if process.poll() is None:
-                process.terminate()
+            signal_group(process.pid, signal.SIGTERM)  # all at once: none waits for another to finish
         for process in self.processes.values():
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
+            stop(process)
         self.processes.clear()

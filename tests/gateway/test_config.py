@@ -22,7 +22,7 @@ def test_missing_file_means_spec_defaults(tmp_path, monkeypatch):
     config = load_config({"VIEWER_CONFIG": str(tmp_path / "absent.json")})
     assert (config.host, config.port, config.maxUploadMB) == ("127.0.0.1", 8090, 200)
     assert config.dataDir == (tmp_path / "../data").resolve()
-    assert config.converterScript == (tmp_path / "../converter/convert.js").resolve()
+    assert config.converterScript == ROOT / "converter" / "convert.js"  # the shipped converter
     assert config.nodeBin == "node"
     assert config.editServiceURL == "http://127.0.0.1:8100"
     assert config.apiToken == "" and config.pgDSN == ""
@@ -96,3 +96,29 @@ def test_both_postgres_dsn_forms(dsn):
         "reviews", "alice", "secret", "db.example", "6543"
     )
     assert settings["OPTIONS"] == {"sslmode": "disable"}
+
+
+@pytest.mark.parametrize(
+    "config, key",
+    [({"converterScript": "/nowhere/convert.js"}, "converterScript"), ({"nodeBin": "no-such-node-binary"}, "nodeBin")],
+)
+@pytest.mark.parametrize("command", ["run_gateway", "conversion_worker"])
+def test_a_converter_that_cannot_run_stops_startup_naming_the_key(tmp_path, config, key, command):
+    env = write_config(tmp_path, {"dataDir": str(tmp_path / "data"), **config})
+    result = subprocess.run(
+        [sys.executable, "manage.py", command], cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"configuration error: {key}:"), result.stderr
+
+
+def test_comment_keys_are_ignored_and_allowed_hosts_are_read(tmp_path):
+    config = load_config(write_config(tmp_path, {"_comment": "anything", "allowedHosts": "review.example, 10.0.0.5"}))
+    assert {"review.example", "10.0.0.5", "127.0.0.1", "localhost"} <= set(config.allowed_host_names())
+
+
+def test_a_wildcard_listen_address_is_not_an_allowed_host(tmp_path):
+    config = load_config(write_config(tmp_path, {"host": "0.0.0.0"}))
+    assert "0.0.0.0" not in config.allowed_host_names() and not config.listens_on_loopback
+    assert load_config(write_config(tmp_path, {"host": "::1"})).listens_on_loopback

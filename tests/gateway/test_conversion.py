@@ -194,3 +194,22 @@ def test_recovery_requeues_queued_models_whose_task_is_gone():
     DBTaskResult.objects.all().delete()
     assert services.recover_interrupted_conversions() == [model.id]
     assert waiting_tasks(model.id) == 1
+
+
+def test_element_values_read_the_ifc_as_ifcopenshell_does():
+    import ifcopenshell
+    import ifcopenshell.util.element
+
+    from models_app.conversion.element_values import element_values
+    from tests.helpers import sample
+
+    duplex = ifcopenshell.open(str(sample("duplex.ifc")))
+    values = element_values(duplex)
+    door = next(e for e in duplex.by_type("IfcDoor") if "FireRating" in values[e.GlobalId])
+    expected = next(p["FireRating"] for name, p in sorted(ifcopenshell.util.element.get_psets(door).items(), key=lambda i: (not i[0].endswith("Common"), i[0])) if p.get("FireRating"))
+    assert values[door.GlobalId]["FireRating"] == str(expected)
+    haus = ifcopenshell.open(str(sample("AC20-FZK-Haus.ifc")))
+    described = {e.GlobalId: e.Description for e in haus.by_type("IfcProduct") if e.Description}
+    assert described and {g: element_values(haus)[g]["Description"] for g in described} == described
+    classified = [g for g, v in element_values(haus).items() if "Classification" in v]
+    assert classified

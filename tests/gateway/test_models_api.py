@@ -108,8 +108,8 @@ def test_unknown_route_and_wrong_method_are_enveloped(api):
     response = api.get("/api/v1/nothing-here")
     assert response.status_code == 404 and response.json()["code"] == 40400
     response = api.put("/api/v1/models", {}, format="json")
-    assert response.status_code == 405 and response.json()["code"] == 40001
-    assert "PUT" in response.json()["message"]
+    assert response.status_code == 400 and response.json()["code"] == 40001
+    assert "PUT" in response.json()["message"] and "POST" in response["Allow"]
 
 
 def test_delete_removes_record_and_files(api):

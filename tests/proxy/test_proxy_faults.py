@@ -9,6 +9,7 @@ import pytest
 
 from issues_app.models import ChangeEntry
 from models_app.models import IfcModel
+from models_app.signals import version_saved
 from models_app.storage import model_dir
 from tests.e2e.stack import free_port
 
@@ -119,10 +120,38 @@ def test_unreachable_edit_service_is_50200_quickly_and_changes_nothing(api, view
 def test_slow_edit_service_times_out_with_50200(api, fake, viewer_config, model):
     viewer_config(editServiceTimeoutSeconds=0.5)
     fake.delay = 2
-    response = api.post(f"/api/v1/models/{model.id}/script/run")
+    response = api.get(f"/api/v1/models/{model.id}/script")
     assert response.json()["code"] == 50200 and "0.5 s" in response.json()["message"]
     model.refresh_from_db()
     assert model.status == "ready"
+
+
+def test_a_product_change_of_unknown_outcome_is_converted_anyway(api, fake, viewer_config, model):
+    """The run may have finished after the gateway stopped waiting: converting once more is harmless."""
+    viewer_config(editServiceTimeoutSeconds=0.5)
+    fake.delay = 2
+    response = api.post(f"/api/v1/models/{model.id}/script/run")
+    assert response.json()["code"] == 50200
+    model.refresh_from_db()
+    assert model.status == "converting"
+
+
+def test_idempotency_key_becomes_the_save_request_id(api, fake, model):
+    fake.body = {"version": "v1", "diff": None}
+    api.post(f"/api/v1/models/{model.id}/script/save", {"note": "n"}, format="json", HTTP_IDEMPOTENCY_KEY="save-7")
+    assert json.loads(fake.received[-1][2]) == {"note": "n", "requestId": "save-7"}
+
+
+def test_oversized_json_body_is_40002(api, fake, model):
+    response = api.put(f"/api/v1/models/{model.id}/script", {"script": "x" * (11 * 1024 * 1024)}, format="json")
+    assert (response.status_code, response.json()["code"]) == (400, 40002)
+    assert fake.received == []
+
+
+def test_a_body_that_is_not_an_object_is_40001(api, fake, model):
+    response = api.put(f"/api/v1/models/{model.id}/script", [1, 2], format="json")
+    assert (response.status_code, response.json()["code"]) == (400, 40001)
+    assert fake.received == []
 
 
 def test_bad_provenance_is_rejected_before_forwarding(api, fake, model):
@@ -183,13 +212,17 @@ def test_save_writes_one_change_entry_per_changed_field(api, fake, model):
     assert {e["diff"]["version"] for e in entries} == {"v2"}
 
 
-def test_change_log_failure_after_save_is_a_warning(api, fake, model, monkeypatch):
-    from models_app import script_services
-
+@pytest.fixture
+def broken_change_log():
     def broken(**kwargs):
         raise RuntimeError("database is gone")
 
-    monkeypatch.setattr(script_services, "record_version_changes", broken)
+    version_saved.connect(broken)
+    yield
+    version_saved.disconnect(broken)
+
+
+def test_change_log_failure_after_save_is_a_warning(api, fake, model, broken_change_log):
     fake.body = SAVE_ANSWER
     response = api.post(f"/api/v1/models/{model.id}/script/save", {}, format="json")
     assert response.status_code == 200 and response.json()["code"] == 0

@@ -1,0 +1,72 @@
+"""Processes started by tests: each in its own process group, stopped with its whole group, and a net at the end
+of the session for anything that slipped through (a test that failed or was interrupted, a grandchild that left
+its group).
+
+Every process of this session inherits TEST_SESSION_MARKER from the environment, so the survivors can be found by
+it; the session fails when it had to kill any (see tests/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import uuid
+
+import psutil
+
+MARKER_NAME = "TEST_SESSION_MARKER"
+MARKER = os.environ.setdefault(MARKER_NAME, uuid.uuid4().hex)
+
+
+def spawn(args: list[str], **kwargs) -> subprocess.Popen:
+    env = kwargs.pop("env", None)
+    if env is not None:
+        env = {**env, MARKER_NAME: MARKER}
+    return subprocess.Popen(args, start_new_session=True, env=env, **kwargs)
+
+
+def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15) -> None:
+    """Signals the process's group, waits, then kills whatever of the group is left."""
+    if process.poll() is None:
+        signal_group(process.pid, sig)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+    signal_group(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def signal_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def session_survivors() -> list[psutil.Process]:
+    me = os.getpid()
+    found = []
+    for process in psutil.process_iter(["pid"]):
+        if process.pid == me:
+            continue
+        try:
+            if process.environ().get(MARKER_NAME) == MARKER:
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def kill_survivors() -> list[str]:
+    """Kills every process still carrying this session's marker; returns their command lines."""
+    survivors = session_survivors()
+    described = []
+    for process in survivors:
+        try:
+            described.append(f"{process.pid}: {' '.join(process.cmdline())[:200]}")
+            process.kill()
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    psutil.wait_procs(survivors, timeout=10)
+    return described
