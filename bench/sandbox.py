@@ -43,10 +43,12 @@ def main() -> None:
             (folder / "script.py").write_text(script)
             (folder / "params.json").write_text(json.dumps(params))
             started = time.perf_counter()
-            subprocess.run(
-                [sys.executable, str(SANDBOX_CODE_DIR / "run_build.py"), "script.py", "params.json", "out.ifc", "map.json"],
-                cwd=folder, env={"PYTHONPATH": str(SANDBOX_CODE_DIR), "PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"}, check=True,
-            )
+            with open(folder / "outputs.bin", "wb") as outputs:  # the results stream, as the sandbox sends it
+                subprocess.run(
+                    [sys.executable, str(SANDBOX_CODE_DIR / "run_build.py"), "script.py", "params.json", "--outputs-fd", str(outputs.fileno())],
+                    cwd=folder, env={"PYTHONPATH": str(SANDBOX_CODE_DIR), "PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"}, check=True,
+                    pass_fds=(outputs.fileno(),),
+                )
             plain.append(time.perf_counter() - started)
             plain_size = (folder / "out.ifc").stat().st_size
 

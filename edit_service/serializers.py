@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
-VERSION_PATTERN = r"^v[1-9]\d*$"
+# v + digits; a version that does not exist (v0, v01, v99) is 404, not a validation error
+VERSION_PATTERN = r"^v\d+$"
 
 
 class ScriptPutSerializer(serializers.Serializer):
@@ -20,11 +21,27 @@ class ProvenanceSerializer(serializers.Serializer):
     source = serializers.ChoiceField(choices=["UI", "AI"])
 
 
+class AuthorField(serializers.CharField):
+    """Optional author: missing, null or blank give the default."""
+
+    def __init__(self, default: str, **kwargs):
+        super().__init__(required=False, allow_null=True, allow_blank=True, max_length=255, default=default, **kwargs)
+
+    def run_validation(self, data=serializers.empty):
+        if data is serializers.empty or data is None or (isinstance(data, str) and not data.strip()):
+            return self.default
+        return super().run_validation(data)
+
+
 class SaveSerializer(serializers.Serializer):
     note = serializers.CharField(required=False, allow_blank=True, default="")
-    author = serializers.CharField(required=False, default="local-user")
-    provenance = ProvenanceSerializer(required=False)
+    author = AuthorField(default="local-user")
+    provenance = ProvenanceSerializer(required=False, allow_null=True)
     operation = serializers.ChoiceField(choices=["update", "migrate"], required=False, default="update")
+    requestId = serializers.RegexField(
+        r"^[A-Za-z0-9_.:-]{1,64}$", required=False,
+        help_text="idempotency key: a save repeating it answers the version it made (replayed: true) and creates nothing",
+    )
 
 
 class RollbackSerializer(serializers.Serializer):
@@ -46,7 +63,7 @@ class StagingDiffQuerySerializer(serializers.Serializer):
     to = serializers.IntegerField(required=False, min_value=0)
 
 
-StagingDiffQuerySerializer._declared_fields["from"] = serializers.IntegerField(required=False, min_value=0)
+StagingDiffQuerySerializer._declared_fields["from"] = serializers.IntegerField(required=False, min_value=0)  # "from" is a keyword
 
 
 class UploadSerializer(serializers.Serializer):
@@ -68,7 +85,7 @@ class UserEditEventSerializer(serializers.Serializer):
 
 class UserEditsSerializer(serializers.Serializer):
     origin = serializers.ChoiceField(choices=["ifc-upload", "dxf-upload"])
-    author = serializers.CharField(required=False, default="user-upload")
+    author = AuthorField(default="user-upload")
     events = UserEditEventSerializer(many=True, allow_empty=True)
 
 

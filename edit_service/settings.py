@@ -10,10 +10,17 @@ PORT = int(os.environ.get("EDIT_SERVICE_PORT") or 8100)
 HOST = os.environ.get("EDIT_SERVICE_HOST") or "127.0.0.1"
 SANDBOX_LIMITS = SandboxLimits.from_environment()
 UPLOAD_MAX_BYTES = int(float(os.environ.get("EDIT_UPLOAD_MAX_MB") or 200) * 1024 * 1024)
+JSON_BODY_MAX_BYTES = 20 * 1024 * 1024
+LOCK_TIMEOUT_SECONDS = float(os.environ.get("EDIT_LOCK_TIMEOUT_SECONDS") or 30)
 
 SECRET_KEY = "edit-service-has-no-sessions-or-signed-data"
 DEBUG = os.environ.get("EDIT_SERVICE_DEBUG") == "1"
-ALLOWED_HOSTS = ["*"]
+# Host header check against DNS rebinding: a page on another name that resolves to this address gets 400.
+ALLOWED_HOSTS = list(dict.fromkeys([
+    "127.0.0.1", "localhost", "[::1]",
+    *([f"[{HOST}]" if ":" in HOST else HOST] if HOST not in ("0.0.0.0", "::") else []),
+    *(name.strip() for name in os.environ.get("EDIT_ALLOWED_HOSTS", "").split(",") if name.strip()),
+]))
 INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
@@ -29,9 +36,10 @@ DATABASES = {}
 TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True, "OPTIONS": {}}]
 STATIC_URL = "/static/"
 USE_TZ = True
-FILE_UPLOAD_TEMP_DIR = None
+FILE_UPLOAD_HANDLERS = ["edit_service.uploads.SizeLimitedUploadHandler"]
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "tmp")  # the data directory's disk, not the system's /tmp
 FILE_UPLOAD_MAX_MEMORY_SIZE = 0
-DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = JSON_BODY_MAX_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

@@ -28,6 +28,7 @@ urlpatterns = [
     path(f"{model}/script/staging/diff", views.StagingDiffView.as_view()),
     path(f"{model}/script/locate", views.LocateView.as_view()),
     path(f"{model}/script/edit-call", views.EditCallView.as_view()),
+    path(f"{model}/script/cancel", views.CancelView.as_view()),
     path(f"{model}/entities/<str:guid>", views.RetiredEntityView.as_view()),
     path(f"{model}/entities/<str:guid>/editable-schema", views.RetiredSchemaView.as_view()),
     path(f"{model}/commit", views.RetiredCommitView.as_view()),

@@ -1,6 +1,5 @@
 """Thin HTTP layer over edit_service.engine (validation in, engine call, JSON out)."""
 
-import tempfile
 from pathlib import Path
 
 from django.conf import settings
@@ -24,7 +23,7 @@ RETIRED_DETAIL = (
 
 
 def editor(model_id: str) -> Editor:
-    return Editor(settings.DATA_DIR, Sandbox(settings.SANDBOX_LIMITS), model_id)
+    return Editor(settings.DATA_DIR, Sandbox(settings.SANDBOX_LIMITS), model_id, lock_timeout=settings.LOCK_TIMEOUT_SECONDS)
 
 
 def validated(serializer_class, data) -> dict:
@@ -49,8 +48,9 @@ class PendingView(APIView):
 
     @extend_schema(responses={200: JSON}, summary="Discard pending entries -> {discarded: n}")
     def delete(self, request, model_id):
-        files = ModelFiles(settings.DATA_DIR, model_id).require()
-        return Response({"discarded": history.discard_pending(files)})
+        files = ModelFiles(settings.DATA_DIR, model_id, lock_timeout=settings.LOCK_TIMEOUT_SECONDS).require()
+        with files.lock():
+            return Response({"discarded": history.discard_pending(files)})
 
 
 class HistoryView(APIView):
@@ -62,7 +62,7 @@ class HistoryView(APIView):
 class UserEditsView(APIView):
     @extend_schema(request=s.UserEditsSerializer, responses={200: JSON}, summary="Append user edit events as USER modifications")
     def post(self, request, model_id):
-        files = ModelFiles(settings.DATA_DIR, model_id).require()
+        files = ModelFiles(settings.DATA_DIR, model_id, lock_timeout=settings.LOCK_TIMEOUT_SECONDS).require()
         data = validated(s.UserEditsSerializer, request.data)
         with files.lock():
             entries = history.append_history(files, history.user_edit_entries(data["origin"], data["author"], data["events"]))
@@ -127,7 +127,14 @@ class SaveView(APIView):
     def post(self, request, model_id):
         data = validated(s.SaveSerializer, request.data or {})
         source = (data.get("provenance") or {}).get("source", "UI")
-        return Response(editor(model_id).save(note=data["note"], author=data["author"], provenance=source, operation=data["operation"]))
+        return Response(editor(model_id).save(note=data["note"], author=data["author"], provenance=source, operation=data["operation"], request_id=data.get("requestId")))
+
+
+class CancelView(APIView):
+    @extend_schema(request=None, responses={200: OpenApiResponse(description="{cancelled: <runs killed>}"), 404: OpenApiResponse(description="unknown model")},
+                   summary="Kill the model's running sandbox runs (nothing they made is published; staging untouched)")
+    def post(self, request, model_id):
+        return Response(editor(model_id).cancel_runs())
 
 
 class RollbackView(APIView):
@@ -178,18 +185,13 @@ class UploadDiffView(APIView):
 
     @extend_schema(request={"multipart/form-data": s.UploadSerializer}, responses={200: JSON}, summary="Diff an uploaded IFC against current (nothing stored)")
     def post(self, request, model_id):
-        upload = validated(s.UploadSerializer, request.data)["file"]
-        if upload.size > settings.UPLOAD_MAX_BYTES:
-            raise Invalid(f"the file exceeds the upload limit of {settings.UPLOAD_MAX_BYTES // (1024 * 1024)} MB")
         model_editor = editor(model_id)
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / "upload.ifc"
-            with open(path, "wb") as handle:
-                for chunk in upload.chunks():
-                    handle.write(chunk)
-            if not path.read_bytes()[:64].lstrip().startswith(b"ISO-10303-21;"):
-                raise Invalid("the file is not an IFC (ISO-10303-21) file")
-            return Response(model_editor.upload_diff(path))
+        model_editor.files.require()
+        upload = validated(s.UploadSerializer, request.data)["file"]  # streamed to disk, size-limited (uploads.py)
+        upload.seek(0)
+        if not upload.read(64).lstrip().startswith(b"ISO-10303-21;"):
+            raise Invalid("the file is not an IFC (ISO-10303-21) file")
+        return Response(model_editor.upload_diff(Path(upload.temporary_file_path())))
 
 
 def _gone(self, request, *args, **kwargs):

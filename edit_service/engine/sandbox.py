@@ -1,16 +1,21 @@
 """Runs build scripts and IFC inspection inside bubblewrap.
 
-No network, a private /tmp, read-only system, Python and venv, the run folder as the only writable place (nothing
-else of the data directory is mounted), --die-with-parent, a new session and pid namespace, rlimits (CPU, DATA,
-FSIZE, NOFILE), and a wall-time limit after which the whole process tree is killed. The exact sandbox is probed once
-per configuration; when it cannot start, runs are refused (SandboxUnavailable), never run unsandboxed.
+Isolation: no network; a new user namespace as uid 65534 with no nested user namespaces; new pid, ipc, uts and
+cgroup namespaces; read-only system, Python, venv and sandbox code; no writable host mount at all: inputs are
+bound read-only, the working directory and /tmp are size-capped tmpfs, and results come back over a pipe (see
+sandbox/outputs.py), written on the host into files the host creates, with their total size capped. Limits: a
+cgroup per run (process count, memory of the whole tree) where one can be created, else RLIMIT_NPROC/RLIMIT_AS;
+rlimits CPU, FSIZE, NOFILE set by prlimit in the exec chain (no preexec_fn: the service has threads); a wall-time
+limit, then the whole tree is killed; at most N runs at once per process. The exact sandbox is probed; when it
+cannot start, runs are refused (SandboxUnavailable), never run unsandboxed. A run can be cancelled from any process
+on the same data directory (its pid is recorded in the run folder).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
+import re
 import shutil
 import signal
 import subprocess
@@ -18,16 +23,23 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
+from edit_service.engine import cgroups
 from edit_service.engine.errors import RunFailed, SandboxUnavailable
 
 SANDBOX_CODE_DIR = Path(__file__).resolve().parent.parent / "sandbox"
 RUN_MOUNT = "/sandbox/run"
+INPUT_MOUNT = "/sandbox/in"
 CODE_MOUNT = "/sandbox/lib"
 STDERR_TAIL_BYTES = 2048
-PR_SET_PDEATHSIG = 1
+SANDBOX_UID = 65534
+OUTPUT_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+PROBE_RETRY_SECONDS = 30
+MEGABYTE = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -38,20 +50,28 @@ class SandboxLimits:
     memory_mb: int = 2048
     file_size_mb: int = 1024
     open_files: int = 256
+    processes: int = 64
+    tmp_mb: int = 256
+    output_mb: int = 1024  # the working directory's size, and the most a run may send back
+    concurrent_runs: int = 4
 
     @classmethod
     def from_environment(cls, environ=os.environ) -> "SandboxLimits":
-        def number(name, default, kind=float):
+        def number(name, default, kind=int):
             raw = environ.get(name)
             return kind(raw) if raw else default
 
         return cls(
             bwrap=environ.get("EDIT_SANDBOX_BWRAP") or "bwrap",
-            wall_seconds=number("EDIT_SANDBOX_WALL_SECONDS", 60.0),
-            cpu_seconds=number("EDIT_SANDBOX_CPU_SECONDS", 60, int),
-            memory_mb=number("EDIT_SANDBOX_MEMORY_MB", 2048, int),
-            file_size_mb=number("EDIT_SANDBOX_FILE_SIZE_MB", 1024, int),
-            open_files=number("EDIT_SANDBOX_OPEN_FILES", 256, int),
+            wall_seconds=number("EDIT_SANDBOX_WALL_SECONDS", 60.0, float),
+            cpu_seconds=number("EDIT_SANDBOX_CPU_SECONDS", 60),
+            memory_mb=number("EDIT_SANDBOX_MEMORY_MB", 2048),
+            file_size_mb=number("EDIT_SANDBOX_FILE_SIZE_MB", 1024),
+            open_files=number("EDIT_SANDBOX_OPEN_FILES", 256),
+            processes=number("EDIT_SANDBOX_PROCESSES", 64),
+            tmp_mb=number("EDIT_SANDBOX_TMP_MB", 256),
+            output_mb=number("EDIT_SANDBOX_OUTPUT_MB", 1024),
+            concurrent_runs=number("EDIT_SANDBOX_CONCURRENT_RUNS", 4),
         )
 
 
@@ -61,6 +81,19 @@ class Outcome:
     stderr_tail: str
     timed_out: bool
     seconds: float
+    cancelled: bool = False
+    outputs: dict[str, Path] = field(default_factory=dict)
+    output_error: str = ""
+
+
+def _tail(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - STDERR_TAIL_BYTES))
+            return handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
 
 
 def _system_mounts() -> list[str]:
@@ -78,42 +111,92 @@ def _system_mounts() -> list[str]:
 
 
 def _python_mounts() -> list[str]:
-    prefixes = []
-    for prefix in {sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent)}:
-        if not prefix.startswith("/usr") and prefix not in prefixes:
-            prefixes.append(prefix)
-    args = []
-    for prefix in sorted(prefixes):
-        args += ["--ro-bind", prefix, prefix]
-    return args
+    """The interpreter's prefixes, the venv and every other import path (a .pth may point anywhere), wherever they
+    live (under /tmp too: they are mounted after the private tmpfs)."""
+    candidates = {sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent), str(Path(sys.executable).parent.parent)}
+    # site-packages only: other import paths (the working directory, a checkout) may hold the data and the config
+    candidates |= {entry for entry in sys.path if {"site-packages", "dist-packages"} & set(Path(entry).parts) and Path(entry).is_dir()}
+    chosen: list[str] = []
+    for path in sorted(str(Path(p).resolve()) if not Path(p).is_symlink() else p for p in candidates):
+        if path.startswith("/usr/") or path == "/" or any(path == c or path.startswith(c + "/") for c in chosen):
+            continue
+        chosen.append(path)
+    return [arg for path in chosen for arg in ("--ro-bind", path, path)]
 
 
-def _tail(path: Path) -> str:
+def _process_start(pid: int) -> float | None:
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - STDERR_TAIL_BYTES))
-            return handle.read().decode("utf-8", "replace")
-    except FileNotFoundError:
-        return ""
+        return psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return None
+
+
+class RunRecord:
+    """`<run folder>.pid`: who is running in a run folder, so that any edit-service process can cancel it."""
+
+    def __init__(self, run_dir: Path):
+        self.pid_file = run_dir.parent / f"{run_dir.name}.pid"
+        self.cancel_marker = run_dir.parent / f"{run_dir.name}.cancelled"
+
+    def write(self, pid: int) -> None:
+        self.pid_file.write_text(json.dumps({"pid": pid, "started": _process_start(pid)}))
+
+    def remove(self) -> None:
+        self.pid_file.unlink(missing_ok=True)
+        self.cancel_marker.unlink(missing_ok=True)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_marker.exists()
+
+
+def cancel_runs(runs_dir: Path) -> int:
+    """Kills the process tree of every run recorded under runs_dir (this model's runs, from any process)."""
+    cancelled = 0
+    for pid_file in runs_dir.glob("*.pid"):
+        try:
+            record = json.loads(pid_file.read_text())
+        except (OSError, ValueError):
+            continue
+        pid = record.get("pid")
+        if not isinstance(pid, int) or _process_start(pid) != record.get("started"):
+            continue  # finished, or the pid now belongs to another process
+        pid_file.with_suffix(".cancelled").touch()
+        try:
+            os.killpg(pid, signal.SIGKILL)
+            cancelled += 1
+        except ProcessLookupError:
+            pass
+    return cancelled
 
 
 class Sandbox:
-    _probes: dict[SandboxLimits, str | None] = {}
+    _probes: dict[SandboxLimits, tuple[str | None, float]] = {}
     _probe_lock = threading.Lock()
+    _slots: dict[int, threading.BoundedSemaphore] = {}
 
     def __init__(self, limits: SandboxLimits):
         self.limits = limits
 
-    def _command(self, run_dir: Path, argv: list[str], writable: bool = True) -> list[str]:
-        return [
-            self.limits.bwrap,
-            "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL",
+    def _slot(self) -> threading.BoundedSemaphore:
+        with self._probe_lock:
+            return self._slots.setdefault(self.limits.concurrent_runs, threading.BoundedSemaphore(self.limits.concurrent_runs))
+
+    def _command(self, argv: list[str], inputs: dict[str, Path], outputs_fd: int, cgroup: cgroups.RunCgroup | None) -> list[str]:
+        limits = self.limits
+        input_binds = [arg for name, path in inputs.items() for arg in ("--ro-bind", str(path), f"{INPUT_MOUNT}/{name}")]
+        bwrap = [
+            limits.bwrap,
+            "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user", "--disable-userns",
+            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL",
+            # the tmpfs first: binds below it (a checkout, venv or data directory under /tmp) are mounted over it
+            "--size", str(limits.tmp_mb * MEGABYTE), "--tmpfs", "/tmp",
+            "--size", str(limits.output_mb * MEGABYTE), "--tmpfs", RUN_MOUNT,
             *_system_mounts(), *_python_mounts(),
             "--ro-bind", str(SANDBOX_CODE_DIR), CODE_MOUNT,
-            "--bind" if writable else "--ro-bind", str(run_dir), RUN_MOUNT,
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-            "--remount-ro", "/",  # the sandbox's own root stays read-only too
+            *input_binds,
+            "--proc", "/proc", "--dev", "/dev",
+            "--remount-ro", "/",
             "--chdir", RUN_MOUNT, "--clearenv",
             "--setenv", "PATH", "/usr/bin:/bin",
             "--setenv", "HOME", RUN_MOUNT,
@@ -121,70 +204,93 @@ class Sandbox:
             "--setenv", "PYTHONHASHSEED", "0",
             "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
             "--setenv", "LANG", "C.UTF-8",
-            sys.executable, *argv,
+            sys.executable, *argv, "--outputs-fd", str(outputs_fd),
         ]
+        rlimits = [
+            "prlimit", f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_size_mb * MEGABYTE}", f"--nofile={limits.open_files}",
+        ]
+        if cgroup is None:  # no cgroup here: per-process caps instead (RLIMIT_NPROC binds unless we are root)
+            rlimits += [f"--as={limits.memory_mb * MEGABYTE}", f"--nproc={limits.processes + len(psutil.pids())}"]
+            return [*rlimits, "--", *bwrap]
+        # the shell joins the run's cgroups before anything of the run exists, then becomes prlimit, then bwrap
+        join = 'for f in $SANDBOX_CGROUP_PROCS; do echo $$ > "$f" || exit 97; done; exec "$@"'
+        return ["/bin/sh", "-c", join, "sandbox", *rlimits, "--", *bwrap]
 
-    def _limit_resources(self) -> None:
-        limits = self.limits
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds))
-        memory = limits.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
-        size = limits.file_size_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        try:
-            import ctypes
-
-            ctypes.CDLL("libc.so.6").prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        except OSError:
-            pass
-
-    def execute(self, run_dir: Path, argv: list[str], *, writable: bool = True) -> Outcome:
-        """Runs `python argv...` in the sandbox with run_dir mounted at /sandbox/run; kills the tree at the limit."""
+    def execute(self, run_dir: Path, argv: list[str], *, inputs: dict[str, Path], outputs: tuple[str, ...]) -> Outcome:
+        """Runs `python argv... --outputs-fd N` in the sandbox with inputs bound read-only under /sandbox/in;
+        the named outputs come back into run_dir (host-made files). Kills the tree at the wall-time limit."""
         self.ensure_available()
+        with self._slot():
+            return self._execute(run_dir, argv, inputs, outputs)
+
+    def _execute(self, run_dir: Path, argv: list[str], inputs: dict[str, Path], outputs: tuple[str, ...]) -> Outcome:
         stderr_path = run_dir.parent / f"{run_dir.name}.stderr"
+        record = RunRecord(run_dir)
+        output_dir = run_dir / f"out-{uuid.uuid4().hex[:8]}"
+        output_dir.mkdir()
+        cgroup = cgroups.create(self.limits.processes, self.limits.memory_mb * MEGABYTE)
+        read_end, write_end = os.pipe()
+        receiver = _OutputReceiver(read_end, output_dir, outputs, self.limits.output_mb * MEGABYTE)
         started = time.monotonic()
-        with open(stderr_path, "wb") as stderr:
-            try:
-                process = subprocess.Popen(
-                    self._command(run_dir, argv, writable),
-                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-                    start_new_session=True, preexec_fn=self._limit_resources,
-                )
-            except OSError as exc:
-                raise SandboxUnavailable(f"sandbox could not start: {exc}") from None
-            timed_out = False
-            try:
-                process.wait(timeout=self.limits.wall_seconds)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                os.killpg(process.pid, signal.SIGKILL)  # bwrap dies; --die-with-parent ends its pid namespace
-                process.wait()
-        outcome = Outcome(process.returncode, _tail(stderr_path), timed_out, time.monotonic() - started)
-        stderr_path.unlink(missing_ok=True)
-        return outcome
+        try:
+            with open(stderr_path, "wb") as stderr:
+                env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SANDBOX_CGROUP_PROCS": " ".join(cgroup.procs_files) if cgroup else ""}
+                try:
+                    process = subprocess.Popen(
+                        self._command(argv, inputs, write_end, cgroup), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                        stderr=stderr, start_new_session=True, pass_fds=(write_end,), env=env,
+                    )
+                except OSError as exc:
+                    raise SandboxUnavailable(f"sandbox could not start: {exc}") from None
+                finally:
+                    os.close(write_end)
+                record.write(process.pid)
+                receiver.start(on_overflow=lambda: self._kill(process, cgroup))
+                timed_out = False
+                try:
+                    process.wait(timeout=self.limits.wall_seconds)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    self._kill(process, cgroup)
+                    process.wait()
+                receiver.join()
+            return Outcome(process.returncode, _tail(stderr_path), timed_out, time.monotonic() - started,
+                           record.cancelled, receiver.received, receiver.error)
+        finally:
+            if cgroup is not None:
+                cgroup.remove()
+            record.remove()
+            stderr_path.unlink(missing_ok=True)
+
+    @staticmethod
+    def _kill(process: subprocess.Popen, cgroup: cgroups.RunCgroup | None) -> None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # bwrap dies; --die-with-parent ends its pid namespace
+        except ProcessLookupError:
+            pass
+        if cgroup is not None:
+            cgroup.kill_all()
 
     def ensure_available(self) -> None:
         with self._probe_lock:
-            if self.limits not in self._probes:
-                self._probes[self.limits] = self._probe()
-            problem = self._probes[self.limits]
+            problem, checked = self._probes.get(self.limits, (None, -1.0))
+            if checked < 0 or (problem and time.monotonic() - checked > PROBE_RETRY_SECONDS):
+                problem = self._probe()
+                self._probes[self.limits] = (problem, time.monotonic())
         if problem:
             raise SandboxUnavailable(f"script execution refused: the sandbox is unavailable ({problem})")
 
     def _probe(self) -> str | None:
-        if shutil.which(self.limits.bwrap) is None:
-            return f"bubblewrap binary {self.limits.bwrap!r} not found; install the bubblewrap package"
+        for binary, package in ((self.limits.bwrap, "bubblewrap"), ("prlimit", "util-linux")):
+            if shutil.which(binary) is None:
+                return f"{binary!r} not found; install the {package} package"
         probe_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"sandbox-probe-{uuid.uuid4().hex[:8]}"
         probe_dir.mkdir()
         try:
-            result = subprocess.run(
-                self._command(probe_dir, ["-c", "import ifcopenshell, script_lib; open('probe', 'w').write('ok')"]),
-                capture_output=True, timeout=60, preexec_fn=self._limit_resources,
-            )
-            if result.returncode != 0 or (probe_dir / "probe").read_text() != "ok":
-                return result.stderr.decode("utf-8", "replace")[-500:].strip() or f"exit code {result.returncode}"
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            outcome = self._execute(probe_dir, [f"{CODE_MOUNT}/probe.py"], {}, ("probe",))
+            if outcome.returncode != 0 or outcome.outputs.get("probe") is None or outcome.outputs["probe"].read_text() != "ok":
+                return outcome.stderr_tail[-500:].strip() or outcome.output_error or f"exit code {outcome.returncode}"
+        except (OSError, SandboxUnavailable) as exc:
             return str(exc)
         finally:
             shutil.rmtree(probe_dir, ignore_errors=True)
@@ -195,33 +301,93 @@ class Sandbox:
     def build(self, script: str, params: dict, run_dir: Path) -> tuple[Path, dict, float]:
         """Runs build(params, out_path); returns (IFC path, recorded map, seconds) or raises RunFailed."""
         (run_dir / "script.py").write_text(script, encoding="utf-8")
-        (run_dir / "params.json").write_text(json.dumps(params), encoding="utf-8")
+        (run_dir / "params.json").write_text(json.dumps(params, allow_nan=False), encoding="utf-8")
         outcome = self.execute(
-            run_dir, [f"{CODE_MOUNT}/run_build.py", f"{RUN_MOUNT}/script.py", f"{RUN_MOUNT}/params.json", f"{RUN_MOUNT}/out.ifc", f"{RUN_MOUNT}/map.json"]
+            run_dir, [f"{CODE_MOUNT}/run_build.py", f"{INPUT_MOUNT}/script.py", f"{INPUT_MOUNT}/params.json"],
+            inputs={"script.py": run_dir / "script.py", "params.json": run_dir / "params.json"}, outputs=("out.ifc", "map.json"),
         )
         self._raise_for(outcome, "the build script")
-        ifc = run_dir / "out.ifc"
-        if not ifc.is_file():
+        if "out.ifc" not in outcome.outputs:
             raise RunFailed("the build script finished without writing an IFC to out_path")
         try:
-            recorded = json.loads((run_dir / "map.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            recorded = json.loads(outcome.outputs["map.json"].read_text(encoding="utf-8"))
+        except (KeyError, OSError, ValueError):
             raise RunFailed("the build run wrote no readable script map") from None
-        return ifc, recorded, outcome.seconds
+        return outcome.outputs["out.ifc"], recorded, outcome.seconds
 
-    def inspect(self, run_dir: Path, ifc_name: str, validate: bool = True) -> dict:
-        """Validates (optionally) and snapshots an IFC inside run_dir; returns the snapshot or raises RunFailed."""
-        argv = [f"{CODE_MOUNT}/inspect_ifc.py", f"{RUN_MOUNT}/{ifc_name}", f"{RUN_MOUNT}/snapshot.json"]
-        if not validate:
-            argv.append("--no-validate")
-        outcome = self.execute(run_dir, argv)
+    def inspect(self, run_dir: Path, ifc: Path, validate: bool = True) -> dict:
+        """Validates (optionally) and snapshots an IFC (bound read-only); returns the snapshot or raises RunFailed."""
+        argv = [f"{CODE_MOUNT}/inspect_ifc.py", f"{INPUT_MOUNT}/model.ifc"] + ([] if validate else ["--no-validate"])
+        outcome = self.execute(run_dir, argv, inputs={"model.ifc": ifc}, outputs=("snapshot.json",))
         self._raise_for(outcome, "IFC validation" if validate else "reading the IFC")
-        return json.loads((run_dir / "snapshot.json").read_text(encoding="utf-8"))
+        try:
+            return json.loads(outcome.outputs["snapshot.json"].read_text(encoding="utf-8"))
+        except (KeyError, OSError, ValueError):
+            raise RunFailed("the inspection wrote no readable snapshot") from None
 
     def _raise_for(self, outcome: Outcome, what: str) -> None:
+        if outcome.cancelled:
+            raise RunFailed(f"{what} was cancelled; nothing was published")
         if outcome.timed_out:
             raise RunFailed(f"{what} exceeded the time limit of {self.limits.wall_seconds:g} s; the whole process tree was killed\n{outcome.stderr_tail}")
-        if outcome.returncode == -signal.SIGXCPU or outcome.returncode == -signal.SIGKILL:
-            raise RunFailed(f"{what} was stopped by a resource limit (signal {-outcome.returncode})\n{outcome.stderr_tail}")
+        if outcome.output_error:
+            raise RunFailed(f"{what}: {outcome.output_error}\n{outcome.stderr_tail}")
+        if outcome.returncode in (-signal.SIGXCPU, -signal.SIGKILL, 137):
+            raise RunFailed(f"{what} was stopped by a resource limit (CPU {self.limits.cpu_seconds} s, memory {self.limits.memory_mb} MB, {self.limits.processes} processes)\n{outcome.stderr_tail}")
+        if outcome.returncode == 97:
+            raise SandboxUnavailable("the run could not join its cgroup")
         if outcome.returncode != 0:
             raise RunFailed(f"{what} failed (exit code {outcome.returncode}):\n{outcome.stderr_tail}")
+
+
+class _OutputReceiver:
+    """Reads the run's output frames from the pipe into files it creates in run_dir, within the size cap."""
+
+    def __init__(self, fd: int, run_dir: Path, expected: tuple[str, ...], limit: int):
+        self.fd, self.run_dir, self.expected, self.limit = fd, run_dir, expected, limit
+        self.received: dict[str, Path] = {}
+        self.error = ""
+        self.thread: threading.Thread | None = None
+
+    def start(self, on_overflow) -> None:
+        self.thread = threading.Thread(target=self._read, args=(on_overflow,), daemon=True)
+        self.thread.start()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+        else:
+            os.close(self.fd)
+
+    def _read(self, on_overflow) -> None:
+        total = 0
+        with os.fdopen(self.fd, "rb") as channel:
+            while header := channel.readline(512):
+                try:
+                    frame = json.loads(header)
+                    name, size = frame["name"], int(frame["size"])
+                except (ValueError, KeyError, TypeError):
+                    self.error = "the run sent malformed output"
+                    break
+                if name not in self.expected or not OUTPUT_NAME_RE.match(name) or name in self.received or size < 0:
+                    self.error = f"the run sent an unexpected output {name!r}"
+                    break
+                total += size
+                if total > self.limit:
+                    self.error = f"the run's outputs exceed {self.limit // MEGABYTE} MB"
+                    on_overflow()
+                    break
+                target = self.run_dir / name
+                descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                with os.fdopen(descriptor, "wb") as out:
+                    remaining = size
+                    while remaining and (chunk := channel.read(min(remaining, 1 << 20))):
+                        out.write(chunk)
+                        remaining -= len(chunk)
+                if remaining:
+                    self.error = f"the run's output {name} was cut short"
+                    target.unlink()
+                    break
+                self.received[name] = target
+            while channel.read(1 << 20):  # drain, so the writer never blocks on a full pipe
+                pass

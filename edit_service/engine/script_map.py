@@ -61,9 +61,11 @@ def factory_calls(script: str) -> dict[tuple[int, int], tuple[ast.Call, bool]]:
     return found
 
 
-def _origin(call: ast.Call, in_loop: bool, repeated: bool) -> str:
+def _origin(call: ast.Call, in_loop: bool, repeated: bool, design_key: str) -> str:
     key = key_argument(call)
-    if repeated or in_loop or not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+    # the recorded call site comes from the script's own process, which could point it elsewhere: only a call
+    # whose literal key is this design key is trusted as the element's call site
+    if repeated or in_loop or not (isinstance(key, ast.Constant) and key.value == design_key):
         return "traced"
     if any(params_key(k.value) is not None for k in call.keywords):
         return "params"
@@ -73,9 +75,15 @@ def _origin(call: ast.Call, in_loop: bool, repeated: bool) -> str:
 def build_map(script: str, recorded: dict[str, dict]) -> dict:
     """The published map envelope from the sandbox's recorded call sites."""
     calls = factory_calls(script)
+    lines = script.splitlines()
     entries = {}
     for design_key, site in recorded.items():
-        call = calls.get((site["line"], site["col"]))
-        origin = "traced" if call is None else _origin(call[0], call[1], site.get("repeated", False))
-        entries[design_key] = {"line": site["line"], "col": site["col"], "snippet": site["snippet"], "origin": origin}
+        line, col = site.get("line"), site.get("col")
+        call = calls.get((line, col)) if isinstance(line, int) and isinstance(col, int) else None
+        origin = "traced" if call is None else _origin(call[0], call[1], bool(site.get("repeated", False)), design_key)
+        located = isinstance(line, int) and isinstance(col, int) and 0 < line <= len(lines)
+        entries[str(design_key)] = {
+            "line": line if located else None, "col": col if located else None,
+            "snippet": lines[line - 1].strip() if located else "", "origin": origin,
+        }
     return {"scriptHash": script_hash(script), "map": entries}

@@ -31,10 +31,7 @@ def check_contract(script: str) -> dict:
     function. Returns PARAMS. Raises Invalid with a precise reason."""
     if not isinstance(script, str) or not script.strip():
         raise Invalid("the script is empty")
-    try:
-        module = ast.parse(script)
-    except SyntaxError as exc:
-        raise Invalid(f"the script has a syntax error at line {exc.lineno}: {exc.msg}") from None
+    module = parse(script)
     params = read_params(module)
     build = next((n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "build"), None)
     if build is None or len(build.args.args) < 2:
@@ -42,18 +39,48 @@ def check_contract(script: str) -> dict:
     return params
 
 
+def parse(script: str) -> ast.Module:
+    try:
+        return ast.parse(script)
+    except SyntaxError as exc:
+        raise Invalid(f"the script has a syntax error at line {exc.lineno}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise Invalid("the script is nested too deeply to be read") from None
+
+
+def _json_problem(value, path: str) -> str | None:
+    """Where a literal is not JSON (sets, tuples, bytes, complex, non-string keys, NaN/inf), else None."""
+    if value is None or isinstance(value, (bool, str)):
+        return None
+    if isinstance(value, (int, float)):
+        return None if math.isfinite(value) else f"{path} is {value!r}, not a finite number"
+    if isinstance(value, list):
+        return next((p for i, item in enumerate(value) if (p := _json_problem(item, f"{path}[{i}]"))), None)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                return f"{path} has the key {key!r}; keys must be strings"
+            if problem := _json_problem(item, f"{path}[{key!r}]"):
+                return problem
+        return None
+    return f"{path} is a {type(value).__name__}; PARAMS hold JSON values only (dict, list, string, number, bool, None)"
+
+
 def read_params(source: str | ast.Module) -> dict:
-    """PARAMS by syntax analysis, without running anything."""
-    module = ast.parse(source) if isinstance(source, str) else source
+    """PARAMS by syntax analysis, without running anything; JSON-compatible values only."""
+    module = parse(source) if isinstance(source, str) else source
     assignment = _params_assignment(module)
     if assignment is None:
         raise Invalid(f"the script has no top-level {PARAMS_NAME} = {{...}} literal")
     try:
         params = ast.literal_eval(assignment.value)
-    except ValueError:
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
         raise Invalid(f"{PARAMS_NAME} must be a literal dict (JSON-compatible values only, nothing computed)") from None
-    if not isinstance(params, dict) or not all(isinstance(k, str) for k in params):
-        raise Invalid(f"{PARAMS_NAME} must be a dict with string keys")
+    if not isinstance(params, dict):
+        raise Invalid(f"{PARAMS_NAME} must be a dict")
+    problem = _json_problem(params, PARAMS_NAME)
+    if problem:
+        raise Invalid(problem)
     return params
 
 

@@ -1,7 +1,8 @@
 """The staging chain of a model: at most MAX_STATES script states with a cursor (undo/redo), persisted atomically.
 
-states[0] is the oldest reachable state (the saved version's script when staging started from one); a new state
-after an undo drops the redo branch; beyond MAX_STATES the oldest state falls off.
+states[0] is the oldest reachable state: the saved version's script ("base") when staging started from one, which
+never falls off, so undo always reaches it. Up to MAX_STATES staged steps follow it; a new step after an undo drops
+the redo branch; beyond MAX_STATES the oldest staged step falls off.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ class Staging:
             self.cursor = 0
         self.states = self.states[: self.cursor + 1]
         self.states.append({"script": script, "note": note, "kind": kind, "createdAt": now_iso()})
-        del self.states[: max(0, len(self.states) - MAX_STATES)]
+        first_step = 1 if self.states[0]["kind"] == "base" else 0
+        while len(self.states) - first_step > MAX_STATES:
+            del self.states[first_step]
         self.cursor = len(self.states) - 1
 
     def undo(self) -> None:

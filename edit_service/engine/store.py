@@ -11,9 +11,9 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
-from edit_service.engine.errors import NotFound
+from edit_service.engine.errors import Conflict, NotFound
 
 MODEL_ID_RE = re.compile(r"^m_[0-9a-f]{16}$")
 VERSION_RE = re.compile(r"^v([1-9]\d*)$")
@@ -23,9 +23,12 @@ _process_locks_guard = threading.Lock()
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
-    """Temp file in the same folder, fsync, rename: readers see the old or the new file, never a partial one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Temp file in the same folder, fsync, rename: readers see the old or the new file, never a partial one. The
+    folder must exist: nothing here creates folders, so a model deleted meanwhile is never brought back."""
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except FileNotFoundError:
+        raise NotFound(f"{path.parent} is gone (the model was deleted)") from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -80,7 +83,8 @@ def read_json(path: Path, default=None):
 class ModelFiles:
     """Paths of one model. `script/` holds the edit service's state (staging, versions, maps, history)."""
 
-    def __init__(self, data_dir: Path, model_id: str):
+    def __init__(self, data_dir: Path, model_id: str, lock_timeout: float = 30):
+        self.lock_timeout = lock_timeout
         if not MODEL_ID_RE.match(model_id or ""):
             raise NotFound(f"model {model_id!r} not found (ids look like m_ + 16 lowercase hex digits)")
         self.model_id = model_id
@@ -103,9 +107,12 @@ class ModelFiles:
         return self.root.is_dir()
 
     def require(self) -> "ModelFiles":
-        if not self.exists():
-            raise NotFound(f"model {self.model_id} not found")
-        self.script_dir.mkdir(exist_ok=True)
+        """The model exists; its script/ folder is made (never the model folder itself: a deleted model stays
+        deleted)."""
+        try:
+            self.script_dir.mkdir(exist_ok=True)
+        except FileNotFoundError:
+            raise NotFound(f"model {self.model_id} not found") from None
         return self
 
     def version_file(self, version: str, suffix: str) -> Path:
@@ -113,10 +120,23 @@ class ModelFiles:
 
     @contextmanager
     def lock(self):
-        """One writer per model: a lock in this process plus a file lock across edit-service processes."""
+        """One writer per model: a lock in this process plus a file lock across edit-service processes. A writer
+        that waits longer than lock_timeout gets Conflict instead of waiting without end."""
+        busy = Conflict(f"another operation on model {self.model_id} is running; try again when it has finished")
         with _process_locks_guard:
             process_lock = _process_locks.setdefault(self.model_id, threading.Lock())
-        with process_lock:
-            self.script_dir.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(self.script_dir / ".lock")):
+        if not process_lock.acquire(timeout=self.lock_timeout):
+            raise busy
+        try:
+            self.require()
+            try:
+                file_lock = FileLock(str(self.script_dir / ".lock"), timeout=self.lock_timeout)
+                file_lock.acquire()
+            except Timeout:
+                raise busy from None
+            try:
                 yield
+            finally:
+                file_lock.release()
+        finally:
+            process_lock.release()

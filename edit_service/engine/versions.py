@@ -51,15 +51,23 @@ class Versions:
         self.meta(version)
         return read_json(self.files.version_file(version, ".snapshot.json"), {})
 
-    def create(self, *, script: str, script_hash: str, ifc: Path, snapshot: dict, script_map: dict, note: str) -> dict:
+    def previous(self, number: int) -> str | None:
+        earlier = [name for name in self.names() if int(name[1:]) < number]
+        return earlier[-1] if earlier else None
+
+    def by_request_id(self, request_id: str) -> dict | None:
+        """The meta of the version a save with this requestId made, if any."""
+        return next((meta for meta in reversed(self.listing()) if meta.get("requestId") == request_id), None)
+
+    def create(self, *, script: str, script_hash: str, ifc: Path, snapshot: dict, script_map: dict, note: str, request_id: str | None = None) -> dict:
         previous = self.latest()
         version = f"v{int(previous[1:]) + 1 if previous else 1}"
-        self.files.versions_dir.mkdir(parents=True, exist_ok=True)
+        self.files.versions_dir.mkdir(exist_ok=True)
         write_atomic(self.files.version_file(version, ".py"), script)
         write_json_atomic(self.files.version_file(version, ".map.json"), script_map)
         write_json_atomic(self.files.version_file(version, ".snapshot.json"), snapshot)
         place_file(ifc, self.files.version_file(version, ".ifc"), keep_source=True)
-        meta = {"version": version, "createdAt": now_iso(), "note": note, "scriptHash": script_hash}
+        meta = {"version": version, "createdAt": now_iso(), "note": note, "scriptHash": script_hash, **({"requestId": request_id} if request_id else {})}
         write_json_atomic(self.files.version_file(version, ".json"), meta)  # the commit point
         if previous:
             self.files.version_file(previous, ".ifc").unlink(missing_ok=True)  # only the latest IFC stays materialised
@@ -75,7 +83,7 @@ class Versions:
 
     def cache_ifc(self, version: str, ifc: Path) -> Path:
         target = self.files.cache_dir / f"{version}.ifc"
-        target.parent.mkdir(parents=True, exist_ok=True)
+        self.files.cache_dir.mkdir(exist_ok=True)
         place_file(ifc, target, keep_source=False)  # the rebuilt IFC's run folder is discarded anyway
         return target
 

@@ -1,28 +1,29 @@
-"""Use cases of the edit service for one model: staging, sandbox runs, versions, rollback, diffs.
+"""Use cases of the edit service for one model: staging, sandbox runs, versions, rollback, diffs, locate and
+edit-call.
 
-Every write holds the model's lock. The working product (model.ifc + current.map.json + current.snapshot.json) only
-changes after a successful sandbox run and validation, so script and product never diverge; a failed run changes
-nothing.
+Every write holds the model's lock (bounded wait). Each use case has one commit point: the working product
+(model.ifc + current.map.json + current.snapshot.json, see products.py) and the staging change only after a
+successful sandbox run and validation, so script and product never diverge, and a failed or cancelled run
+changes nothing.
 """
 
 from __future__ import annotations
 
-import shutil
-import uuid
-from contextlib import contextmanager
+import logging
 from functools import lru_cache
-from dataclasses import dataclass
 from pathlib import Path
 
-from edit_service.engine import history, scripts, semantic_diff
+from edit_service.engine import history, products, scripts, semantic_diff
 from edit_service.engine.call_rewrite import rewrite_call_argument
 from edit_service.engine.errors import Conflict, Invalid, NotFound, RunFailed
-from edit_service.engine.sandbox import Sandbox
-from edit_service.engine.script_map import build_map
+from edit_service.engine.products import Product, build_product, counts_since, publish_product, run_folder
+from edit_service.engine.sandbox import Sandbox, cancel_runs
 from edit_service.engine.staging import Staging
-from edit_service.engine.store import ModelFiles, place_file, read_json, write_json_atomic
+from edit_service.engine.store import ModelFiles, place_file, read_json, write_atomic, write_json_atomic
 from edit_service.engine.versions import Versions
 from edit_service.sandbox.script_lib import guid_for
+
+logger = logging.getLogger(__name__)
 
 
 @lru_cache(maxsize=32)
@@ -35,21 +36,13 @@ def design_key_for(guid: str, envelope: dict) -> str | None:
     return _keys_by_guid(envelope.get("scriptHash") or "", tuple(envelope.get("map", {}))).get(guid)
 
 
-@dataclass
-class Product:
-    """A successful sandbox run: the generated IFC (inside its run folder), its snapshot and script map."""
-
-    script: str
-    script_hash: str
-    ifc: Path
-    snapshot: dict
-    script_map: dict
-    seconds: float
+def _run_result(product: Product, counts: dict | None) -> dict:
+    return {"ok": True, "scriptHash": product.script_hash, "elements": len(product.snapshot), "seconds": round(product.seconds, 3), "semanticDiff": counts}
 
 
 class Editor:
-    def __init__(self, data_dir: Path, sandbox: Sandbox, model_id: str):
-        self.files = ModelFiles(data_dir, model_id)
+    def __init__(self, data_dir: Path, sandbox: Sandbox, model_id: str, lock_timeout: float = 30):
+        self.files = ModelFiles(data_dir, model_id, lock_timeout=lock_timeout)
         self.sandbox = sandbox
         self.versions = Versions(self.files)
 
@@ -101,7 +94,7 @@ class Editor:
         result = []
         for meta in self.versions.listing():
             script = self.versions.script(meta["version"])
-            result.append({**meta, "lines": len(script.splitlines()), "params": scripts.read_params(script)})
+            result.append({**{k: v for k, v in meta.items() if k != "requestId"}, "lines": len(script.splitlines()), "params": scripts.read_params(script)})
         return result
 
     def script_diff(self, base: str, target: str) -> dict:
@@ -134,7 +127,7 @@ class Editor:
             self._push(new_script, note=note, kind=kind)
         return self.script_state()
 
-    def _push(self, script: str, *, note: str, kind: str) -> Staging:
+    def _push(self, script: str, *, note: str, kind: str) -> None:
         staging = self._staging()
         latest = self.versions.latest()
         if not staging.active and latest is None and self.files.ifc.is_file() and not self.files.bootstrap_ifc.exists():
@@ -146,7 +139,6 @@ class Editor:
             base_note=f"saved {latest}" if latest else "",
         )
         staging.save(self.files.staging)
-        return staging
 
     def undo(self) -> dict:
         return self._move("undo")
@@ -167,7 +159,6 @@ class Editor:
         self.files.require()
         with self.files.lock():
             discarded = self._staging().active
-            self.files.staging.unlink(missing_ok=True)
             latest = self.versions.latest()
             if latest:
                 self._restore_version_product(latest)
@@ -175,30 +166,10 @@ class Editor:
                 place_file(self.files.bootstrap_ifc, self.files.ifc, keep_source=True)
                 for path in (self.files.current_map, self.files.current_snapshot, self.files.working):
                     path.unlink(missing_ok=True)
+            self.files.staging.unlink(missing_ok=True)
         return {"discarded": discarded, "current": latest}
 
     # --- runs, saves, rollback ---------------------------------------------------------------------------------
-
-    @contextmanager
-    def _run_folder(self):
-        folder = self.files.runs_dir / uuid.uuid4().hex[:12]
-        folder.mkdir(parents=True)
-        try:
-            yield folder
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
-    def _build(self, script: str, folder: Path) -> Product:
-        params = scripts.check_contract(script)
-        ifc, recorded, seconds = self.sandbox.build(script, params, folder)
-        snapshot = self.sandbox.inspect(folder, ifc.name)
-        return Product(script, scripts.script_hash(script), ifc, snapshot, build_map(script, recorded), seconds)
-
-    def _publish_working(self, product: Product) -> None:
-        place_file(product.ifc, self.files.ifc, keep_source=False)  # the run folder is removed right after
-        write_json_atomic(self.files.current_map, product.script_map)
-        write_json_atomic(self.files.current_snapshot, product.snapshot)
-        write_json_atomic(self.files.working, {"scriptHash": product.script_hash})
 
     def _restore_version_product(self, version: str) -> None:
         place_file(self.version_ifc(version), self.files.ifc, keep_source=True)
@@ -209,11 +180,11 @@ class Editor:
     def version_ifc(self, version: str) -> Path:
         """A version's IFC: materialised (latest), cached, or rebuilt from its script and cached."""
         self.files.require()
-        return self.versions.ifc_path(version) or self._rebuild_version_ifc(version)
-
-    def _rebuild_version_ifc(self, version: str) -> Path:
-        with self._run_folder() as folder:
-            product = self._build(self.versions.script(version), folder)
+        cached = self.versions.ifc_path(version)
+        if cached is not None:
+            return cached
+        with run_folder(self.files) as folder:
+            product = build_product(self.sandbox, self.versions.script(version), folder)
             return self.versions.cache_ifc(version, product.ifc)
 
     def _staged_script(self) -> str:
@@ -222,91 +193,104 @@ class Editor:
             raise Invalid("nothing is staged: stage a script (PUT script) first")
         return staging.current["script"]
 
-    def _run_and_publish(self, script: str) -> tuple[Product, dict | None]:
-        previous = read_json(self.files.current_snapshot)
-        with self._run_folder() as folder:
-            product = self._build(script, folder)
-            self._publish_working(product)
-        counts = semantic_diff.counts(semantic_diff.diff_snapshots(previous, product.snapshot)) if previous is not None else None
-        return product, counts
-
-    @staticmethod
-    def _run_result(product: Product, counts: dict | None) -> dict:
-        return {
-            "ok": True,
-            "scriptHash": product.script_hash,
-            "elements": len(product.snapshot),
-            "seconds": round(product.seconds, 3),
-            "semanticDiff": counts,
-        }
+    def _build_and_publish(self, script: str) -> tuple[Product, dict | None]:
+        previous = products.current_snapshot(self.files)
+        with run_folder(self.files) as folder:
+            product = build_product(self.sandbox, script, folder)
+            publish_product(self.files, product)
+        return product, counts_since(previous, product.snapshot)
 
     def run(self) -> dict:
         self.files.require()
         with self.files.lock():
-            product, counts = self._run_and_publish(self._staged_script())
-        return self._run_result(product, counts)
+            product, counts = self._build_and_publish(self._staged_script())
+        return _run_result(product, counts)
 
-    def save(self, *, note: str = "", author: str = "local-user", provenance: str = "UI", operation: str = "update") -> dict:
+    def save(self, *, note: str = "", author: str = "local-user", provenance: str = "UI", operation: str = "update", request_id: str | None = None) -> dict:
+        """A new big version of the staged script (run first when it has not run). A save repeating a requestId
+        that is already saved answers that version again and creates nothing."""
         self.files.require()
         with self.files.lock():
             self.versions.remove_incomplete()
+            if request_id:
+                saved = self.versions.by_request_id(request_id)
+                if saved is not None:
+                    return {**self._save_result(saved), "replayed": True}
             script = self._staged_script()
             digest = scripts.script_hash(script)
-            working = read_json(self.files.working, {})
-            if working.get("scriptHash") == digest and self.files.current_snapshot.exists():
-                snapshot = read_json(self.files.current_snapshot)
-                script_map = read_json(self.files.current_map, {})
-                ifc = self.files.ifc
+            if read_json(self.files.working, {}).get("scriptHash") == digest and self.files.current_snapshot.exists():
+                snapshot, script_map = read_json(self.files.current_snapshot), read_json(self.files.current_map, {})
             else:
-                product, _ = self._run_and_publish(script)
-                snapshot, script_map, ifc = product.snapshot, product.script_map, self.files.ifc
+                product, _ = self._build_and_publish(script)
+                snapshot, script_map = product.snapshot, product.script_map
             previous = self.versions.latest()
             diff = semantic_diff.diff_snapshots(self.versions.snapshot(previous), snapshot) if previous else None
-            meta = self.versions.create(script=script, script_hash=digest, ifc=ifc, snapshot=snapshot, script_map=script_map, note=note)
+            meta = self.versions.create(script=script, script_hash=digest, ifc=self.files.ifc, snapshot=snapshot, script_map=script_map,
+                                        note=note, request_id=request_id)
+            # committed: what follows must not fail the save
             self.files.staging.unlink(missing_ok=True)
-            if diff:
-                history.append_history(self.files, [
-                    {"guid": item["guid"], "changes": [{"field": c["field"], "oldValue": c["old"], "newValue": c["new"]} for c in item["changes"]],
-                     "author": author, "provenance": {"source": provenance}, "operation": operation, "version": meta["version"]}
-                    for item in diff["changed"]
-                ])
+            self._record_history(diff, meta["version"], author, provenance, operation)
             alignment = self._alignment(snapshot)
         result = {**meta, "semanticDiff": semantic_diff.counts(diff) if diff else None, "diff": diff}
+        result.pop("requestId", None)
         if alignment is not None:
             result["alignment"] = alignment
         return result
 
+    def _save_result(self, meta: dict) -> dict:
+        number = int(meta["version"][1:])
+        previous = self.versions.previous(number)
+        diff = semantic_diff.diff_snapshots(self.versions.snapshot(previous), self.versions.snapshot(meta["version"])) if previous else None
+        return {**{k: v for k, v in meta.items() if k != "requestId"}, "semanticDiff": semantic_diff.counts(diff) if diff else None, "diff": diff}
+
+    def _record_history(self, diff: dict | None, version: str, author: str, provenance: str, operation: str) -> None:
+        if not diff:
+            return
+        try:
+            history.append_history(self.files, [
+                {"guid": item["guid"], "changes": [{"field": c["field"], "oldValue": c["old"], "newValue": c["new"]} for c in item["changes"]],
+                 "author": author, "provenance": {"source": provenance}, "operation": operation, "version": version}
+                for item in diff["changed"]
+            ])
+        except Exception:  # noqa: BLE001 - the version is saved; its history entries are bookkeeping
+            logger.exception("history of %s %s not written", self.files.model_id, version)
+
     def _alignment(self, snapshot: dict) -> dict | None:
         """How far the generated result still is from the uploaded original (counts); None without an original.
-        A failure here never fails the save."""
+        Any failure here is reported in the result, never as a failure of the save."""
         if not self.files.bootstrap_ifc.exists():
             return None
         try:
             original = read_json(self.files.bootstrap_snapshot)
             if original is None:
-                with self._run_folder() as folder:
-                    shutil.copyfile(self.files.bootstrap_ifc, folder / "bootstrap.ifc")
-                    original = self.sandbox.inspect(folder, "bootstrap.ifc", validate=False)
+                with run_folder(self.files) as folder:
+                    original = self.sandbox.inspect(folder, self.files.bootstrap_ifc, validate=False)
                 write_json_atomic(self.files.bootstrap_snapshot, original)
             return semantic_diff.counts(semantic_diff.diff_snapshots(original, snapshot))
-        except (RunFailed, OSError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - see the docstring
             return {"error": str(exc)[:500]}
 
     def rollback(self, version: str) -> dict:
+        """That version's script becomes the newest staging step and is built into the working product."""
         self.files.require()
         with self.files.lock():
             script = self.versions.script(version)
             before = self.files.staging.read_bytes() if self.files.staging.exists() else None
             self._push(script, note=f"rollback to {version}", kind="rollback")
             try:
-                product, counts = self._run_and_publish(script)
+                product, counts = self._build_and_publish(script)
             except BaseException:
                 if before is None:
                     self.files.staging.unlink(missing_ok=True)
                 else:
-                    self.files.staging.write_bytes(before)
+                    write_atomic(self.files.staging, before)
                 raise
-        return {**self._run_result(product, counts), "rolledBackTo": version}
+        return {**_run_result(product, counts), "rolledBackTo": version}
+
+    def cancel_runs(self) -> dict:
+        """Kills every sandbox run of this model (any edit-service process); each one fails as cancelled."""
+        self.files.require()
+        return {"cancelled": cancel_runs(self.files.runs_dir)}
 
     # --- script map: locate and edit-call ----------------------------------------------------------------------
 
@@ -327,8 +311,9 @@ class Editor:
         return {"found": True, "guid": guid, "designKey": key, **envelope["map"][key], "stale": stale, "scriptHash": envelope["scriptHash"]}
 
     def edit_call(self, design_key: str, argument: str, value) -> dict:
-        """Locate, rewrite one scalar argument, contract check + sandbox run, push one staging step. Any failure:
-        no side effect (409 when staging and map diverged, 422 otherwise)."""
+        """Locate, rewrite one scalar argument, contract check + sandbox run, then (the commit point) publish the
+        product and push one staging step. Any failure: no side effect (409 when staging and map diverged, 422
+        otherwise)."""
         self.files.require()
         with self.files.lock():
             envelope, script = self._map_and_script()
@@ -340,21 +325,29 @@ class Editor:
             if site["origin"] == "traced":
                 raise Invalid(f"{design_key!r} comes from a traced call site (computed key, loop or helper) at line {site['line']}; edit the script instead")
             new_script = rewrite_call_argument(script, site["line"], site["col"], argument, value)
-            previous = read_json(self.files.current_snapshot)
-            with self._run_folder() as folder:
-                product = self._build(new_script, folder)
+            previous = products.current_snapshot(self.files)
+            with run_folder(self.files) as folder:
+                product = build_product(self.sandbox, new_script, folder)
                 if design_key not in product.script_map["map"]:
                     raise Invalid(f"after the rewrite the script no longer creates {design_key!r}")
+                staging_before = self.files.staging.read_bytes() if self.files.staging.exists() else None
                 self._push(new_script, note=f"{design_key}.{argument} = {value!r}", kind="edit-call")
-                self._publish_working(product)
-        counts = semantic_diff.counts(semantic_diff.diff_snapshots(previous, product.snapshot)) if previous is not None else None
-        return {**self._run_result(product, counts), "designKey": design_key, "argument": argument, "value": value, "staging": self._staging().summary()}
+                try:
+                    publish_product(self.files, product)
+                except BaseException:
+                    if staging_before is None:
+                        self.files.staging.unlink(missing_ok=True)
+                    else:
+                        write_atomic(self.files.staging, staging_before)
+                    raise
+        counts = counts_since(previous, product.snapshot)
+        return {**_run_result(product, counts), "designKey": design_key, "argument": argument, "value": value, "staging": self._staging().summary()}
 
     # --- semantic diffs ----------------------------------------------------------------------------------------
 
     def _snapshot_of(self, name: str) -> dict:
         if name == "current":
-            snapshot = read_json(self.files.current_snapshot)
+            snapshot = products.current_snapshot(self.files)
             if snapshot is None:
                 raise NotFound("the model has no script-generated working product yet (run a script first)")
             return snapshot
@@ -364,14 +357,15 @@ class Editor:
         self.files.require()
         if base == "current":
             raise Invalid("base must be a version (v1, v2, ...); only target may be current")
-        cache = self.files.cache_dir / f"diff-{base}-{target}.json"
         if target != "current":
             self.versions.meta(base), self.versions.meta(target)
+            cache = self.files.cache_dir / f"diff-{base}-{target}.json"
             cached = read_json(cache)
             if cached is not None:
                 return cached
         result = {"base": base, "target": target, **semantic_diff.diff_snapshots(self._snapshot_of(base), self._snapshot_of(target))}
         if target != "current":
+            self.files.cache_dir.mkdir(exist_ok=True)
             write_json_atomic(cache, result)  # versions are immutable
         return result
 
@@ -379,21 +373,14 @@ class Editor:
         """Diff of an uploaded IFC against the current product; nothing is stored or cached."""
         self.files.require()
         current = self._snapshot_of("current") if self.files.current_snapshot.exists() else None
-        with self._run_folder() as folder:
-            shutil.copyfile(upload, folder / "upload.ifc")
+        with run_folder(self.files) as folder:
             try:
-                uploaded = self.sandbox.inspect(folder, "upload.ifc", validate=False)
+                uploaded = self.sandbox.inspect(folder, upload, validate=False)
             except RunFailed as exc:
                 raise Invalid(f"the file could not be read as IFC: {exc.detail}") from None
-        if current is None:
-            current = self._uploaded_model_snapshot()
+            if current is None:
+                if not self.files.ifc.is_file():
+                    raise NotFound("the model has no IFC to compare with")
+                current = self.sandbox.inspect(folder, self.files.ifc, validate=False)
         diff = semantic_diff.diff_snapshots(current, uploaded)
         return {"base": "current", "target": "upload", **diff, "labels": semantic_diff.labels(current, uploaded)}
-
-    def _uploaded_model_snapshot(self) -> dict:
-        """Snapshot of model.ifc for a model that has no script product yet (an uploaded IFC)."""
-        if not self.files.ifc.is_file():
-            raise NotFound("the model has no IFC to compare with")
-        with self._run_folder() as folder:
-            shutil.copyfile(self.files.ifc, folder / "model.ifc")
-            return self.sandbox.inspect(folder, "model.ifc", validate=False)

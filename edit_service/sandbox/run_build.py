@@ -1,8 +1,8 @@
-"""Sandbox entry point: runs a build script's build(params, out_path) and writes its script map.
+"""Sandbox entry point: runs a build script's build(params, out_path) and sends back the IFC and its script map.
 
-    python run_build.py SCRIPT PARAMS_JSON OUT_IFC OUT_MAP_JSON
+    python run_build.py SCRIPT PARAMS_JSON --outputs-fd N
 
-Runs inside bubblewrap; the run folder is the only writable place.
+Runs inside bubblewrap with the working directory a private tmpfs; out.ifc and map.json leave through fd N.
 """
 
 import importlib.util
@@ -10,9 +10,13 @@ import json
 import sys
 
 import script_lib
+from outputs import send
+
+OUT_IFC = "out.ifc"
+OUT_MAP = "map.json"
 
 
-def main(script_path: str, params_path: str, out_path: str, map_path: str) -> int:
+def main(script_path: str, params_path: str, outputs_fd: int) -> int:
     with open(params_path, encoding="utf-8") as handle:
         params = json.load(handle)
     script_lib.set_script_path(script_path)
@@ -24,10 +28,13 @@ def main(script_path: str, params_path: str, out_path: str, map_path: str) -> in
     if not callable(build):
         print("the build script defines no build(params, out_path) function", file=sys.stderr)
         return 2
-    build(params, out_path)
-    script_lib.dump_map(map_path)
+    build(params, OUT_IFC)
+    script_lib.dump_map(OUT_MAP)
+    send(outputs_fd, [OUT_IFC, OUT_MAP])
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:5]))
+    arguments = sys.argv[1:]
+    fd = int(arguments[arguments.index("--outputs-fd") + 1])
+    sys.exit(main(arguments[0], arguments[1], fd))

@@ -49,7 +49,8 @@ def test_stage_run_save_diff_rollback_through_the_gateway(stack):
     assert stack.api("GET", base).json()["data"]["status"] == "converting"
     converted = wait_converted(stack, model_id)
     assert xkt_ids(stack, model_id) == {guid_for(key) for key in HOUSE_KEYS_WITH_GEOMETRY}
-    assert converted["size"] == len(stack.api("GET", f"{base}/download").content) != len(MINIMAL_IFC)
+    assert converted["size"] == len(stack.api("GET", f"{base}/download?product=current").content) != len(MINIMAL_IFC)
+    assert stack.api("GET", f"{base}/download").content == MINIMAL_IFC  # the original, never the unsaved preview
 
     v1 = ok(stack.api("POST", f"{base}/script/save", json={"note": "first"}))
     assert v1["version"] == "v1" and v1["alignment"]["added"] == 13

@@ -12,6 +12,7 @@ import pytest
 import requests
 
 from tests.e2e.stack import ROOT, free_port
+from tests.processes import spawn, stop
 from tests.edit_service.conftest import MODEL_ID, example
 from tests.helpers import MINIMAL_IFC, sample
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.e2e
 class EditService:
     def __init__(self, data_dir, **env):
         self.data_dir = data_dir
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_", "EDIT_"))}, "VIEWER_DATA_DIR": str(data_dir), **env}
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_", "EDIT_"))}, "VIEWER_DATA_DIR": str(data_dir), "DIE_WITH_PARENT": "1", **env}
         self.process = None
         self.url = None
 
@@ -29,8 +30,8 @@ class EditService:
         port = free_port()
         self.env["EDIT_SERVICE_PORT"] = str(port)
         self.url = f"http://127.0.0.1:{port}"
-        log = open(self.data_dir / f"edit-{port}.log", "ab")
-        self.process = subprocess.Popen([sys.executable, "-m", "edit_service"], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        with open(self.data_dir / f"edit-{port}.log", "ab") as log:
+            self.process = spawn([sys.executable, "-m", "edit_service"], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -41,9 +42,8 @@ class EditService:
         raise RuntimeError("edit service did not start")
 
     def stop(self, sig=signal.SIGTERM):
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(sig)
-            self.process.wait(timeout=15)
+        if self.process:
+            stop(self.process, sig)
 
     def call(self, method, path, **kwargs):
         return requests.request(method, f"{self.url}{path}", timeout=120, **kwargs)

@@ -54,7 +54,7 @@ def built(tmp_path_factory):
     def snapshot_of(script: str) -> dict:
         folder = tmp_path_factory.mktemp("diffcase")
         ifc, _, _ = sandbox.build(script, {"name": "Diff house"}, folder)
-        return sandbox.inspect(folder, ifc.name)
+        return sandbox.inspect(folder, ifc)
 
     return snapshot_of
 
