@@ -1,8 +1,10 @@
 import secrets
 
 from django.db import models
+from django.utils import timezone
 
 from models_app.models import IfcModel
+from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 ISSUE_ID_PATTERN = r"i_[0-9a-f]{12}"
 OVERRIDE_FIELDS = ("Name", "Description", "Classification", "FireRating", "Comments")
@@ -14,11 +16,6 @@ def new_issue_id() -> str:
 
 def new_change_id() -> str:
     return "c_" + secrets.token_hex(6)
-
-
-class Provenance(models.TextChoices):
-    UI = "UI"
-    AI = "AI"
 
 
 class Issue(models.Model):
@@ -36,12 +33,13 @@ class Issue(models.Model):
     entity_type = models.CharField(max_length=128, blank=True, default="")
     title = models.CharField(max_length=512)
     comment = models.TextField(blank=True, default="")
-    author = models.CharField(max_length=255, default="local-user")
+    author = models.CharField(max_length=255, default=DEFAULT_AUTHOR)
     provenance = models.CharField(max_length=2, choices=Provenance.choices, default=Provenance.UI)
     camera = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
     screenshot = models.CharField(max_length=64, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    bcf_topic_guid = models.CharField(max_length=64, blank=True, default="", db_index=True, help_text="the BCF topic it was imported from")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -84,7 +82,7 @@ class ChangeEntry(models.Model):
     field = models.CharField(max_length=255)
     old_value = models.TextField(blank=True, default="")
     new_value = models.TextField(blank=True, default="")
-    author = models.CharField(max_length=255, default="local-user")
+    author = models.CharField(max_length=255, default=DEFAULT_AUTHOR)
     provenance = models.CharField(max_length=2, choices=Provenance.choices, default=Provenance.UI)
     operation = models.CharField(max_length=8, choices=Operation.choices, default=Operation.UPDATE)
     diff = models.JSONField(null=True, blank=True)
@@ -96,3 +94,10 @@ class ChangeEntry(models.Model):
 
     def __str__(self):
         return f"{self.entity_id}.{self.field}: {self.old_value!r} -> {self.new_value!r}"
+
+
+class OverrideMigration(models.Model):
+    """A running overrides migration of a model: one at a time, across gateway processes."""
+
+    model = models.OneToOneField(IfcModel, primary_key=True, on_delete=models.CASCADE, related_name="override_migration")
+    started_at = models.DateTimeField(auto_now_add=True)

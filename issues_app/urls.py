@@ -4,6 +4,8 @@ from issues_app import views
 
 api_urlpatterns = [
     path("models/<str:model_id>/issues", views.IssueListView.as_view(), name="issue-list"),
+    path("models/<str:model_id>/issues.bcfzip", views.IssuesBcfExportView.as_view(), name="issues-bcf-export"),
+    path("models/<str:model_id>/issues/bcf", views.IssuesBcfImportView.as_view(), name="issues-bcf-import"),
     path("models/<str:model_id>/issues/<str:issue_id>", views.IssueDetailView.as_view(), name="issue-detail"),
     path("models/<str:model_id>/overrides", views.OverrideSetView.as_view(), name="override-set"),
     path("models/<str:model_id>/overrides/migrate", views.OverridesMigrateView.as_view(), name="overrides-migrate"),

@@ -1,5 +1,7 @@
 import json
 
+from django.http import HttpResponse
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
@@ -7,6 +9,8 @@ from rest_framework.views import APIView
 
 from issues_app import services
 from issues_app.serializers import (
+    BcfImportResultSerializer,
+    BcfImportSerializer,
     ChangeEntrySerializer,
     IssueCreateSerializer,
     IssueInputSerializer,
@@ -16,10 +20,11 @@ from issues_app.serializers import (
     MigrateResultSerializer,
     PropertiesUpdateSerializer,
 )
-from viewer_gateway.envelope import InvalidInput, TooLarge
+from viewer_gateway.envelope import InvalidInput, enveloped_json
 from viewer_gateway.static_files import serve_file
+from viewer_gateway.uploads import BCF_ARCHIVE_MAX_BYTES, UploadLimit
 
-MULTIPART_OVERHEAD_BYTES = 1024 * 1024
+ISSUE_PART_MAX_BYTES = 1024 * 1024
 
 
 def validated(serializer_class, data) -> dict:
@@ -28,16 +33,37 @@ def validated(serializer_class, data) -> dict:
     return serializer.validated_data
 
 
-def _provenance_source(data: dict) -> str:
-    return (data.get("provenance") or {}).get("source", "UI")
+def _issue_part(request) -> dict:
+    """The `issue` part: a plain form field or a file part (FormData with a Blob, curl -F issue=@x.json)."""
+    raw = request.data.get("issue")
+    if raw is None:
+        raw = request.FILES.get("issue")
+    if raw is None:
+        raise InvalidInput("multipart part 'issue' (a JSON string) is required")
+    if hasattr(raw, "read"):
+        if raw.size > ISSUE_PART_MAX_BYTES:
+            raise InvalidInput("part 'issue' is larger than 1 MB")
+        try:
+            raw = raw.read().decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput("part 'issue' is not UTF-8 text") from None
+    try:
+        payload = json.loads(raw)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"part 'issue' is not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise InvalidInput("part 'issue' must be a JSON object")
+    return payload
 
 
-class IssueListView(APIView):
+class IssueListView(UploadLimit, APIView):
     parser_classes = [MultiPartParser]
+    upload_limit_bytes = services.SCREENSHOT_MAX_BYTES
+    upload_limit_what = "screenshot"
 
     @extend_schema(responses=IssueSerializer(many=True), summary="Issues of a model, newest first")
     def get(self, request, model_id):
-        return Response(IssueSerializer(services.issue_list(model_id), many=True).data)
+        return enveloped_json(services.issue_list_json_data(model_id))
 
     @extend_schema(
         request={"multipart/form-data": IssueCreateSerializer},
@@ -45,19 +71,8 @@ class IssueListView(APIView):
         summary="Pin a review issue (optional PNG screenshot)",
     )
     def post(self, request, model_id):
-        content_length = request.META.get("CONTENT_LENGTH") or ""
-        if content_length.isdigit() and int(content_length) > services.SCREENSHOT_MAX_BYTES + MULTIPART_OVERHEAD_BYTES:
-            raise TooLarge("screenshot exceeds 5 MB")
-        raw = request.data.get("issue")
-        if raw is None:
-            raise InvalidInput("multipart part 'issue' (a JSON string) is required")
-        try:
-            payload = json.loads(raw)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"part 'issue' is not valid JSON: {exc}") from None
-        if not isinstance(payload, dict):
-            raise InvalidInput("part 'issue' must be a JSON object")
-        data = validated(IssueInputSerializer, payload)
+        services.model_get(model_id)
+        data = validated(IssueInputSerializer, _issue_part(request))
         issue = services.issue_create(model_id=model_id, data=data, screenshot=request.FILES.get("screenshot"))
         return Response(IssueSerializer(issue).data)
 
@@ -109,7 +124,7 @@ class EntityPropertiesView(APIView):
             entity_name=data["entityName"],
             fields=data["fields"],
             author=data["author"],
-            provenance=_provenance_source(data),
+            provenance=data["provenance"],
         )
         return Response(effective)
 
@@ -125,10 +140,41 @@ class OverridesMigrateView(APIView):
 
     @extend_schema(
         request=MigrateRequestSerializer,
-        responses={200: MigrateResultSerializer, 502: OpenApiResponse(description="50200: edit service unreachable")},
+        responses={200: MigrateResultSerializer, 409: OpenApiResponse(description="40900: staged edits, or another migration running"), 502: OpenApiResponse(description="50200: edit service unreachable")},
         summary="Turn the model's overrides into build-script edits (one save, operation migrate)",
     )
     def post(self, request, model_id):
         data = validated(MigrateRequestSerializer, request.data if request.body else {})
-        result = services.overrides_migrate(model_id=model_id, author=data["author"], provenance=_provenance_source(data))
+        result = services.overrides_migrate(model_id=model_id, author=data["author"], provenance=data["provenance"])
         return Response(result)
+
+
+class IssuesBcfExportView(APIView):
+    @extend_schema(
+        responses={(200, "application/octet-stream"): OpenApiResponse(description="BCF 3.0 archive (attachment, no envelope)")},
+        summary="Export the model's issues as BCF 3.0 (.bcfzip)",
+    )
+    def get(self, request, model_id):
+        file_name, archive = services.issues_export_bcf(model_id)
+        response = HttpResponse(archive, content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{file_name}"'
+        return response
+
+
+class IssuesBcfImportView(UploadLimit, APIView):
+    parser_classes = [MultiPartParser]
+    upload_limit_bytes = BCF_ARCHIVE_MAX_BYTES
+    upload_limit_what = "BCF archive"
+
+    @extend_schema(
+        request={"multipart/form-data": BcfImportSerializer},
+        responses={200: BcfImportResultSerializer, 400: OpenApiResponse(description="40001 not a BCF 3.0 archive (reason in message), 40002 over 50 MB")},
+        summary="Import a BCF 3.0 archive (.bcfzip) as issues of the model",
+    )
+    def post(self, request, model_id):
+        services.model_get(model_id)
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise InvalidInput("multipart part 'file' (a .bcfzip archive) is required")
+        with upload.open("rb") as archive:
+            return Response(services.issues_import_bcf(model_id=model_id, archive=archive))

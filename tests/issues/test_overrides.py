@@ -99,11 +99,13 @@ def test_bad_bodies_change_nothing(api, model, body, message):
 
 
 def test_bad_entity_id_and_unknown_model(api, model):
-    assert put(api, model.id, {"Name": "A"}, entity_id="not-a-guid").json()["code"] == 40001
+    assert put(api, model.id, {"Name": "A"}, entity_id="x" * 65).json()["code"] == 40001
+    assert put(api, model.id, {"Name": "A"}, entity_id="not-a-22-char-guid").json()["code"] == 0  # ids of any tool
     assert put(api, "m_0000000000000000", {"Name": "A"}).status_code == 404
+    assert put(api, "m_0000000000000000", {"Name": "A"}, entity_id="x" * 65).status_code == 404  # the model first
     assert api.get("/api/v1/models/m_0000000000000000/overrides").json()["code"] == 40400
     assert api.get("/api/v1/models/m_0000000000000000/changes").json()["code"] == 40400
-    assert Override.objects.count() == 0
+    assert Override.objects.count() == 1
 
 
 def test_malformed_json_body(api, model):

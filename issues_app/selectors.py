@@ -1,0 +1,137 @@
+"""Read-side queries of the review records: issue rows for the list, the IFC values behind overrides."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+from collections import OrderedDict
+from functools import lru_cache
+
+import orjson
+from django.db import connection
+
+from issues_app.models import OVERRIDE_FIELDS, Issue
+from models_app.storage import ELEMENT_VALUES_FILE, METADATA_FILE, model_file
+
+# API field -> column, in the order of IssueSerializer
+ISSUE_COLUMNS = {
+    "id": "id", "entityId": "entity_id", "entityName": "entity_name", "entityType": "entity_type", "title": "title",
+    "comment": "comment", "author": "author", "provenance": "provenance", "camera": "camera", "status": "status",
+    "screenshot": "screenshot", "createdAt": "created_at", "updatedAt": "updated_at",
+}
+TIMESTAMP_COLUMNS = ("created_at", "updated_at")
+
+
+def _issue_list_sql(vendor: str) -> str:
+    # SQLite keeps timestamps as UTC text: reading them as text skips parsing 2,000 datetimes per thousand issues
+    columns = [f"CAST({c} AS TEXT)" if vendor == "sqlite" and c in TIMESTAMP_COLUMNS else c for c in ISSUE_COLUMNS.values()]
+    return f"SELECT {', '.join(columns)} FROM {Issue._meta.db_table} WHERE model_id = %s ORDER BY created_at DESC"
+
+_cache_lock = threading.Lock()
+
+
+@lru_cache(maxsize=16)
+def _values_from_sidecar(path: str, _version: int) -> dict[str, dict[str, str]]:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+@lru_cache(maxsize=16)
+def _values_from_metadata(path: str, _version: int) -> dict[str, dict[str, str]]:
+    """For conversions without the sidecar (older ones, the web-ifc fallback): Name and properties by name."""
+    with open(path, encoding="utf-8") as handle:
+        metadata = json.load(handle)
+    psets = {p["id"]: p for p in metadata.get("propertySets", [])}
+    values: dict[str, dict[str, str]] = {}
+    for obj in metadata.get("metaObjects", []):
+        fields = {"Name": obj.get("name") or ""}
+        for pset_id in sorted(obj.get("propertySetIds", ()), key=lambda i: (not psets.get(i, {}).get("name", "").endswith("Common"), psets.get(i, {}).get("name", ""))):
+            for row in psets.get(pset_id, {}).get("properties", ()):
+                field = row.get("name")
+                if field in OVERRIDE_FIELDS and field not in fields and row.get("value") not in (None, ""):
+                    fields[field] = str(row["value"])
+        values[obj["id"]] = fields
+    return values
+
+
+@lru_cache(maxsize=16)
+def _elements_from_metadata(path: str, _version: int) -> dict[str, tuple[str, str]]:
+    with open(path, encoding="utf-8") as handle:
+        metadata = json.load(handle)
+    return {obj["id"]: (obj.get("name") or "", obj.get("type") or "") for obj in metadata.get("metaObjects", []) if "id" in obj}
+
+
+def element_name_and_type(model_id: str, entity_id: str) -> tuple[str, str]:
+    """The element's Name and IFC class as the last conversion read them, ("", "") when unknown."""
+    path = model_file(model_id, METADATA_FILE)
+    try:
+        version = path.stat().st_mtime_ns
+        with _cache_lock:
+            return _elements_from_metadata(str(path), version).get(entity_id, ("", ""))
+    except (OSError, ValueError):
+        return ("", "")
+
+
+def element_ifc_value(model_id: str, entity_id: str, field: str) -> str:
+    """The element's value of a whitelisted field in the IFC (as the last conversion read it), "" when it has none:
+    element-values.json of the conversion (Description and Classification included), else metadata.json."""
+    for name, reader in ((ELEMENT_VALUES_FILE, _values_from_sidecar), (METADATA_FILE, _values_from_metadata)):
+        path = model_file(model_id, name)
+        try:
+            version = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            continue
+        with _cache_lock:
+            try:
+                values = reader(str(path), version)
+            except (OSError, ValueError):
+                continue
+        return str(values.get(entity_id, {}).get(field, ""))
+    return ""
+
+
+def _timestamp(value: str | datetime.datetime) -> str:
+    """ISO 8601 UTC ending in Z, as DRF writes it, from SQLite's UTC text or PostgreSQL's aware datetime."""
+    if isinstance(value, str):
+        return value.replace(" ", "T", 1) + "Z"
+    return value.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+_rendered_lists: OrderedDict[tuple, bytes] = OrderedDict()
+RENDERED_LISTS_KEPT = 64
+
+
+def issue_list_json(model_id: str) -> bytes:
+    """The model's issues, newest first, as the JSON of IssueSerializer(many=True). A list of a thousand issues is
+    read often and changes rarely: it is built straight from the rows (the ORM's per-row conversions and a JSON
+    parse and dump of each camera cost many times the query) and kept while the rows' count and newest change stay
+    the same, which one indexed query tells, in any process."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT COUNT(*), MAX(updated_at) FROM {Issue._meta.db_table} WHERE model_id = %s", [model_id])
+        key = (model_id, *cursor.fetchone())
+    with _cache_lock:
+        if key in _rendered_lists:
+            _rendered_lists.move_to_end(key)
+            return _rendered_lists[key]
+    rendered = _render_issue_list(model_id)
+    with _cache_lock:
+        _rendered_lists[key] = rendered
+        while len(_rendered_lists) > RENDERED_LISTS_KEPT:
+            _rendered_lists.popitem(last=False)
+    return rendered
+
+
+def _render_issue_list(model_id: str) -> bytes:
+    with connection.cursor() as cursor:
+        cursor.execute(_issue_list_sql(connection.vendor), [model_id])
+        rows = cursor.fetchall()
+    issues = []
+    for row in rows:
+        issue = dict(zip(ISSUE_COLUMNS, row))
+        issue["provenance"] = {"source": issue["provenance"]}
+        camera = issue["camera"]
+        issue["camera"] = orjson.Fragment(camera) if isinstance(camera, str) else camera
+        issue["createdAt"], issue["updatedAt"] = _timestamp(issue["createdAt"]), _timestamp(issue["updatedAt"])
+        issues.append(issue)
+    return orjson.dumps(issues)

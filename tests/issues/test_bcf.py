@@ -1,0 +1,243 @@
+"""BCF 3.0 export and import of review issues (GET issues.bcfzip, POST issues/bcf)."""
+
+import io
+import json
+import tempfile
+import zipfile
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+from bcf.v3 import model as bcf_model
+from bcf.v3.bcfxml import BcfXml
+from django.core.files.uploadedfile import SimpleUploadedFile
+from xsdata.models.datatype import XmlDateTime
+
+from issues_app.models import Issue
+from issues_app.views import IssuesBcfImportView
+from models_app.models import IfcModel
+from models_app.storage import model_dir
+from tests.issues.conftest import png_bytes
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
+
+WALL = "2O2Fr$t4X7Zf8NOew3FLOH"
+CAMERA = {"eye": [10.0, 5.5, -3.0], "look": [0.0, 0.0, 0.0], "up": [0.0, 1.0, 0.0]}
+
+
+@pytest.fixture
+def other_model():
+    record = IfcModel.objects.create(name="other.ifc", status="ready")
+    model_dir(record.id).mkdir(parents=True)
+    (model_dir(record.id) / "metadata.json").write_text(json.dumps(
+        {"metaObjects": [{"id": WALL, "name": "Basic Wall:Exterior", "type": "IfcWall"}, {"id": "3vB2YO$MX4xv5uCqZZG05x", "name": "Slab", "type": "IfcSlab"}]}
+    ))
+    return record
+
+
+def export(api, model_id) -> bytes:
+    response = api.get(f"/api/v1/models/{model_id}/issues.bcfzip")
+    assert response.status_code == 200, response.content[:300]
+    assert response["Content-Type"] == "application/octet-stream"
+    assert response["Content-Disposition"] == f'attachment; filename="{model_id}-issues.bcfzip"'
+    return response.content
+
+
+def import_archive(api, model_id, data: bytes, name="issues.bcfzip"):
+    return api.post(f"/api/v1/models/{model_id}/issues/bcf", {"file": SimpleUploadedFile(name, data, "application/octet-stream")}, format="multipart")
+
+
+def issue_fields(issue: Issue) -> dict:
+    return {
+        "title": issue.title, "comment": issue.comment, "status": issue.status, "author": issue.author, "provenance": issue.provenance,
+        "entity_id": issue.entity_id, "entity_type": issue.entity_type, "camera": issue.camera,
+        "created_at": issue.created_at, "updated_at": issue.updated_at,
+    }
+
+
+def test_export_is_bcf_3_with_one_topic_and_viewpoint_per_issue(api, model, post_issue):
+    png = png_bytes(4, 4)
+    first = post_issue(model.id, {"entityId": WALL, "entityType": "IfcWall", "title": "Crack", "comment": "see photo", "camera": CAMERA, "author": "anna"}, ("s.png", png, "image/png")).json()["data"]
+    post_issue(model.id, {"title": "General remark", "provenance": {"source": "AI"}, "author": "agent"})
+    api.patch(f"/api/v1/models/{model.id}/issues/{first['id']}", {"status": "checking"}, format="json")
+
+    archive = zipfile.ZipFile(io.BytesIO(export(api, model.id)))
+    assert b'VersionId="3.0"' in archive.read("bcf.version")
+    with BcfXml(filename=io.BytesIO(export(api, model.id))) as bcf:
+        topics = {handler.topic.title: handler for handler in bcf.topics.values()}
+        assert set(topics) == {"Crack", "General remark"}
+        crack = topics["Crack"]
+        assert (crack.topic.description, crack.topic.topic_status, crack.topic.creation_author) == ("see photo", "In Progress", "anna")
+        assert set(crack.topic.labels.label) == {"provenance:UI", "IfcWall"}
+        assert crack.topic.creation_date.to_datetime().replace(tzinfo=None) == datetime.fromisoformat(first["createdAt"].replace("Z", ""))
+        (viewpoint,) = crack.viewpoints.values()
+        assert [c.ifc_guid for c in viewpoint.visualization_info.components.selection.component] == [WALL]
+        camera = viewpoint.visualization_info.perspective_camera
+        assert (camera.camera_view_point.x, camera.camera_view_point.y, camera.camera_view_point.z) == (10.0, 5.5, -3.0)
+        assert (camera.camera_direction.x, camera.camera_direction.y, camera.camera_direction.z) == (-10.0, -5.5, 3.0)
+        assert viewpoint.snapshot == png
+        remark = topics["General remark"]
+        assert remark.topic.topic_status == "Open" and "provenance:AI" in remark.topic.labels.label
+        assert remark.viewpoints == {}
+        assert "Open" in bcf.extensions.topic_statuses.topic_status
+
+
+def test_exporting_twice_gives_the_same_topics(api, model, post_issue):
+    post_issue(model.id, {"title": "A"})
+    guids = [sorted(BcfXml(filename=io.BytesIO(export(api, model.id))).topics) for _ in range(2)]
+    assert guids[0] == guids[1] and len(guids[0]) == 1
+
+
+def test_round_trip_keeps_every_field_and_a_second_import_skips_everything(api, model, other_model, post_issue):
+    png = png_bytes(3, 3)
+    post_issue(model.id, {"entityId": WALL, "entityName": "Wall", "entityType": "IfcWall", "title": "Crack", "comment": "line 1\nline 2", "camera": CAMERA, "author": "anna"}, ("s.png", png, "image/png"))
+    resolved = post_issue(model.id, {"title": "Fire rating missing", "provenance": {"source": "AI"}, "author": "agent"}).json()["data"]
+    api.patch(f"/api/v1/models/{model.id}/issues/{resolved['id']}", {"status": "resolved"}, format="json")
+    archive = export(api, model.id)
+
+    response = import_archive(api, other_model.id, archive)
+    assert response.status_code == 200, response.json()
+    report = response.json()["data"]
+    assert report["skipped"] == [] and len(report["imported"]) == 2
+    originals = {i.title: issue_fields(i) for i in Issue.objects.filter(model=model)}
+    copies = {i.title: i for i in Issue.objects.filter(model=other_model)}
+    for title, original in originals.items():
+        copy = issue_fields(copies[title])
+        assert copy == original, title
+    crack = copies["Crack"]
+    assert crack.entity_name == "Basic Wall:Exterior"  # looked up in the target model's metadata
+    assert (model_dir(other_model.id) / crack.screenshot).read_bytes() == png
+    assert {entry["issueId"] for entry in report["imported"]} == {c.id for c in copies.values()}
+
+    again = import_archive(api, other_model.id, archive).json()["data"]
+    assert again["imported"] == []
+    assert sorted(s["reason"] for s in again["skipped"]) == sorted(f"already imported as issue {c.id}" for c in copies.values())
+    into_source = import_archive(api, model.id, archive).json()["data"]
+    assert into_source["imported"] == [] and len(into_source["skipped"]) == 2
+    assert Issue.objects.filter(model=other_model).count() == 2 and Issue.objects.filter(model=model).count() == 2
+
+
+def other_tool_archive() -> bytes:
+    """An archive as another tool writes it with bcf-client: its own statuses, comments, an orthogonal camera, a
+    viewpoint made from a point and guids, a JPEG snapshot, a topic without title."""
+    bcf = BcfXml.create_new(project_name="Coordination")
+    closed = bcf.add_topic("Clash wall/slab", "Wall intersects the slab", "bob@example.com", topic_type="Clash", topic_status="Closed")
+    closed.comments = [
+        bcf_model.Comment(date=XmlDateTime(2026, 1, 2, 10, 0, 0, 0, 0), author="carol", comment="moved the slab", guid="7d6b3e4c-8a36-4c55-9a2b-111111111111"),
+        bcf_model.Comment(date=XmlDateTime(2026, 1, 1, 9, 30, 0, 0, 0), author="bob", comment="please check", guid="7d6b3e4c-8a36-4c55-9a2b-222222222222"),
+    ]
+    viewpoint = closed.add_viewpoint_from_point_and_guids(np.array([1.0, 2.0, 3.0]), "3vB2YO$MX4xv5uCqZZG05x")
+    viewpoint.visualization_info.perspective_camera = None
+    viewpoint.visualization_info.orthogonal_camera = bcf_model.OrthogonalCamera(
+        camera_view_point=bcf_model.Point(x=5, y=5, z=5), camera_direction=bcf_model.Direction(x=-1, y=-1, z=-1),
+        camera_up_vector=bcf_model.Direction(x=0, y=0, z=1), view_to_world_scale=10, aspect_ratio=1.5,
+    )
+    pending = bcf.add_topic("Door clearance", "", "dave", topic_status="In Review")
+    snapshot_view = pending.add_viewpoint_from_point_and_guids(np.array([0.0, 0.0, 0.0]), WALL)
+    snapshot_view.snapshot = b"\xff\xd8\xff\xe0 not a png"
+    pending.topic.viewpoints.view_point[0].snapshot = "snapshot.jpg"
+    bcf.add_topic("", "untitled", "erin")
+    with tempfile.TemporaryDirectory() as folder:
+        bcf.save(Path(folder) / "x.bcfzip")
+        return (Path(folder) / "x.bcfzip").read_bytes()
+
+
+def test_import_of_another_tools_archive(api, other_model):
+    report = import_archive(api, other_model.id, other_tool_archive()).json()["data"]
+    assert [s["reason"] for s in report["skipped"]] == ["the topic has no title"]
+    issues = {i.title: i for i in Issue.objects.filter(model=other_model)}
+    clash = issues["Clash wall/slab"]
+    assert clash.status == "resolved" and clash.author == "bob@example.com"
+    assert clash.comment == "Wall intersects the slab\n\nbob (2026-01-01 09:30 UTC): please check\n\ncarol (2026-01-02 10:00 UTC): moved the slab"
+    assert (clash.entity_id, clash.entity_name, clash.entity_type) == ("3vB2YO$MX4xv5uCqZZG05x", "Slab", "IfcSlab")
+    assert clash.camera == {"eye": [5.0, 5.0, 5.0], "look": [4.0, 4.0, 4.0], "up": [0.0, 0.0, 1.0]}
+    door = issues["Door clearance"]
+    assert door.status == "checking" and door.screenshot == "" and door.entity_id == WALL
+    (door_entry,) = [e for e in report["imported"] if e["title"] == "Door clearance"]
+    assert door_entry["notes"] == ["snapshot not kept: only PNG screenshots are stored"]
+
+
+def zip_of(entries: dict[str, bytes], compression=zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+VERSION_3 = b'<?xml version="1.0"?><Version VersionId="3.0"/>'
+MARKUP = b"""<?xml version="1.0"?><Markup><Topic Guid="0a9b7c3e-1111-4222-8333-444444444444" TopicType="Issue" TopicStatus="Open">
+<Title>T</Title><CreationDate>2026-01-01T00:00:00Z</CreationDate><CreationAuthor>x</CreationAuthor></Topic></Markup>"""
+TOPIC = "0a9b7c3e-1111-4222-8333-444444444444"
+
+
+def test_a_minimal_hand_written_archive_imports(api, model):
+    response = import_archive(api, model.id, zip_of({"bcf.version": VERSION_3, f"{TOPIC}/markup.bcf": MARKUP}))
+    assert response.status_code == 200, response.json()
+    assert [e["title"] for e in response.json()["data"]["imported"]] == ["T"]
+
+
+@pytest.mark.parametrize(
+    "archive, reason",
+    [
+        (b"PK\x03\x04 this is not really a zip", "not a zip archive"),
+        (b"%PDF-1.7", "not a zip archive"),
+        (zip_of({"bcf.version": VERSION_3, f"{TOPIC}/markup.bcf": MARKUP, f"{TOPIC}/big.png": b"\0" * (40 * 1024 * 1024)}), "zip bomb"),
+        (zip_of({"bcf.version": VERSION_3, f"../{TOPIC}/markup.bcf": MARKUP}), "unsafe path"),
+        (zip_of({"bcf.version": VERSION_3, f"/{TOPIC}/markup.bcf": MARKUP}), "unsafe path"),
+        (zip_of({"bcf.version": VERSION_3, f"{TOPIC}\\..\\markup.bcf": MARKUP}), "unsafe path"),
+        (zip_of({"bcf.version": b'<Version VersionId="2.1"><DetailedVersion>2.1</DetailedVersion></Version>', f"{TOPIC}/markup.bcf": MARKUP}), "BCF 2.1 is not supported"),
+        (zip_of({f"{TOPIC}/markup.bcf": MARKUP}), "bcf.version is missing"),
+        (zip_of({"bcf.version": VERSION_3, f"{TOPIC}/viewpoint.bcfv": b"<VisualizationInfo/>"}), "has no markup.bcf"),
+        (zip_of({"bcf.version": VERSION_3, f"{TOPIC}/markup.bcf": b'<!DOCTYPE m [<!ENTITY a "aaaa">]><Markup>&a;</Markup>'}), "without DTD"),
+        (zip_of({"bcf.version": VERSION_3, f"{TOPIC}/markup.bcf": b"<Markup><Topic"}), "not well-formed"),
+    ],
+    ids=["truncated-zip", "pdf", "zip-bomb", "dot-dot", "absolute", "backslash", "bcf-2.1", "no-version", "missing-markup", "entities", "broken-xml"],
+)
+def test_bad_archives_are_40001_with_a_reason_and_import_nothing(api, model, post_issue, archive, reason):
+    post_issue(model.id, {"title": "existing"})
+    response = import_archive(api, model.id, archive)
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == 40001 and reason in body["message"], body
+    assert list(Issue.objects.filter(model=model).values_list("title", flat=True)) == ["existing"]
+    screenshots = model_dir(model.id) / "issues"
+    assert not screenshots.exists() or list(screenshots.iterdir()) == []
+
+
+def test_a_failure_half_way_keeps_nothing(api, model, monkeypatch):
+    from issues_app import services
+
+    archive = other_tool_archive()
+    calls = {"n": 0}
+    real = services._issue_from_topic
+
+    def fail_on_second(model_record, topic):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk full")
+        return real(model_record, topic)
+
+    monkeypatch.setattr(services, "_issue_from_topic", fail_on_second)
+    with pytest.raises(RuntimeError):
+        services.issues_import_bcf(model_id=model.id, archive=io.BytesIO(archive))
+    assert Issue.objects.filter(model=model).count() == 0
+
+
+def test_missing_file_part_unknown_model_and_size_limit(api, model, monkeypatch):
+    response = api.post(f"/api/v1/models/{model.id}/issues/bcf", {"other": "x"}, format="multipart")
+    assert (response.status_code, response.json()["code"]) == (400, 40001) and "'file'" in response.json()["message"]
+    assert import_archive(api, "m_0000000000000000", zip_of({"bcf.version": VERSION_3})).json()["code"] == 40400
+    assert api.get("/api/v1/models/m_0000000000000000/issues.bcfzip").json()["code"] == 40400
+    assert api.get("/api/v1/models/bad/issues.bcfzip").json()["code"] == 40400
+    monkeypatch.setattr(IssuesBcfImportView, "upload_limit_bytes", 1000)
+    response = import_archive(api, model.id, b"x" * 200_000)
+    assert (response.status_code, response.json()["code"]) == (400, 40002)
+
+
+def test_bcf_routes_need_the_token(client, model, viewer_config):
+    viewer_config(apiToken="tok")
+    assert client.get(f"/api/v1/models/{model.id}/issues.bcfzip").status_code == 401
+    assert client.post(f"/api/v1/models/{model.id}/issues/bcf").status_code == 401
+    assert client.get(f"/api/v1/models/{model.id}/issues.bcfzip", HTTP_AUTHORIZATION="Bearer tok").status_code == 200
