@@ -1,0 +1,81 @@
+"""Chat event stream benchmark against the real gateway (Daphne, offline model streaming without pauses).
+
+    .venv/bin/python bench/chat_stream.py [--clients 50] [--turns 5] [--redis]
+
+N SSE clients follow one session while it runs T turns. For each turn: first-frame latency (POST message -> the
+turn's session.status busy at each client: median and p95 over clients) and frames per second delivered (all
+clients together, while the turn streams). The anchor is the same measurement with one client, in the same run.
+Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.e2e.stack import Stack  # noqa: E402
+from tests.sse import SSEStream  # noqa: E402
+
+
+def measure(stack: Stack, clients: int, turns: int) -> dict:
+    project = stack.api("POST", "/api/v1/chat/projects", json={"kind": "cad"}).json()["data"]
+    cid = stack.api("POST", "/api/v1/chat/sessions", json={"projectId": project["projectId"]}).json()["data"]["chatSessionId"]
+    streams = [SSEStream(f"{stack.url}/api/v1/chat/sessions/{cid}/events").start() for _ in range(clients)]
+    latencies, rates = [], []
+    try:
+        for stream in streams:
+            stream.wait_event("session.status")
+        for turn in range(turns):
+            marks = [len(s.frames) for s in streams]
+            posted = time.perf_counter()
+            stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": f"turn {turn}: describe the model"})
+            firsts = []
+            for stream, mark in zip(streams, marks):
+                stream.wait_for(lambda f, m=mark, s=stream: s.frames.index(f) >= m and f.event == "session.status" and f.data["status"] == "busy", timeout=60)
+                firsts.append(time.perf_counter() - posted)
+            for stream, mark in zip(streams, marks):
+                stream.wait_for(lambda f, m=mark, s=stream: s.frames.index(f) >= m and f.event == "session.idle", timeout=120)
+            elapsed = time.perf_counter() - posted
+            delivered = sum(len(s.frames) - m for s, m in zip(streams, marks))
+            latencies += firsts
+            rates.append(delivered / elapsed)
+    finally:
+        for stream in streams:
+            stream.close()
+    latencies.sort()
+    return {
+        "clients": clients,
+        "firstFrameMsMedian": round(statistics.median(latencies) * 1000, 1),
+        "firstFrameMsP95": round(latencies[max(0, int(len(latencies) * 0.95) - 1)] * 1000, 1),
+        "framesPerSecond": round(statistics.median(rates), 1),
+        "framesPerTurnPerClient": round(sum(len(s.frames) for s in streams) / clients / turns, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--redis", action="store_true", help="channel layer on Redis at 127.0.0.1:6379 instead of in-memory")
+    args = parser.parse_args()
+    config = {"redisURL": "redis://127.0.0.1:6379/0"} if args.redis else {}
+    with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
+        stack = Stack(Path(tmp), workers=0, config=config, env={"VIEWER_OFFLINE_PIECE_SECONDS": "0"}).start()
+        try:
+            anchor = measure(stack, 1, args.turns)
+            loaded = measure(stack, args.clients, args.turns)
+        finally:
+            stack.stop()
+    loaded["firstFrameRatioToAnchor"] = round(loaded["firstFrameMsMedian"] / anchor["firstFrameMsMedian"], 2)
+    loaded["framesPerSecondRatioToAnchor"] = round(loaded["framesPerSecond"] / anchor["framesPerSecond"], 2)
+    print(json.dumps({"channelLayer": "redis" if args.redis else "in-memory", "anchor (1 client)": anchor, "loaded": loaded}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""Messages and parts as a turn produces them: each change is saved and published as its frame.
+
+Frames (design/agent-events.md §4.2): message.updated {sessionID, info}, message.part.updated {sessionID, part,
+time}, message.part.delta {sessionID, messageID, partID, field, delta}; a part's deltas follow its first
+part.updated and are coalesced to at most one frame per part every DELTA_INTERVAL seconds."""
+
+from __future__ import annotations
+
+import time
+
+from asgiref.sync import sync_to_async
+
+from chat_app import events
+from chat_app.models import Message, Part, sortable_id
+
+DELTA_INTERVAL = 0.05
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _save_message(message_id: str, session_id: str, role: str, info: dict, subagent_id: str) -> None:
+    Message.objects.update_or_create(
+        id=message_id, defaults={"session_id": session_id, "role": role, "info": info, "subagent_id": subagent_id}
+    )
+
+
+def _save_part(part: dict) -> None:
+    Part.objects.update_or_create(id=part["id"], defaults={"message_id": part["messageID"], "type": part["type"], "data": part})
+
+
+save_message = sync_to_async(_save_message, thread_sensitive=False)
+save_part = sync_to_async(_save_part, thread_sensitive=False)
+
+
+class MessageWriter:
+    def __init__(self, session_id: str, info: dict, subagent_id: str = ""):
+        self.session_id = session_id
+        self.subagent_id = subagent_id
+        self.info = {"id": info.get("id") or sortable_id("msg_"), "sessionID": session_id, **info}
+        if subagent_id:
+            self.info["subagentId"] = subagent_id
+        self._pending: dict[str, str] = {}  # part id -> text not yet sent as a delta
+        self._last_flush: dict[str, float] = {}
+
+    @property
+    def id(self) -> str:
+        return self.info["id"]
+
+    def _tagged(self, data: dict) -> dict:
+        return {**data, "subagentId": self.subagent_id} if self.subagent_id else data
+
+    async def publish_info(self) -> None:
+        await save_message(self.id, self.session_id, self.info["role"], self.info, self.subagent_id)
+        await events.apublish(self.session_id, "message.updated", self._tagged({"sessionID": self.session_id, "info": self.info}))
+
+    def new_part(self, part_type: str, **fields) -> dict:
+        return {"id": sortable_id("prt_"), "sessionID": self.session_id, "messageID": self.id, "type": part_type, **fields}
+
+    async def publish_part(self, part: dict) -> dict:
+        await self.flush(part)
+        await save_part(part)
+        await events.apublish(self.session_id, "message.part.updated", self._tagged({"sessionID": self.session_id, "part": part, "time": now_ms()}))
+        return part
+
+    async def delta(self, part: dict, text: str, field: str = "text") -> None:
+        part[field] = part.get(field, "") + text
+        self._pending[part["id"]] = self._pending.get(part["id"], "") + text
+        if time.monotonic() - self._last_flush.get(part["id"], 0.0) >= DELTA_INTERVAL:
+            await self.flush(part, field)
+
+    async def flush(self, part: dict, field: str = "text") -> None:
+        pending = self._pending.pop(part["id"], "")
+        if not pending:
+            return
+        self._last_flush[part["id"]] = time.monotonic()
+        await save_part(part)
+        await events.apublish(self.session_id, "message.part.delta", self._tagged(
+            {"sessionID": self.session_id, "messageID": self.id, "partID": part["id"], "field": field, "delta": pending}
+        ))

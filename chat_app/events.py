@@ -1,0 +1,106 @@
+"""The session event stream: every frame is recorded in the session's event log with the next id, then fanned out
+through the channel layer (in-memory in one process, Redis across processes) to the open SSE streams.
+
+A stream resumed with Last-Event-ID inside the last REPLAY_FRAMES frames gets exactly the missed frames; an older
+(or unknown) id gets a snapshot instead: the messages of the last turn as they stand, the status and the pending
+questions, all carrying the current head id. A fresh stream gets the status and the pending questions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
+from django.db import transaction
+from django.db.models import F
+
+from chat_app.models import ChatSession, Message, PendingQuestion, SessionEvent
+
+REPLAY_FRAMES = 64
+KEPT_FRAMES = 512  # older frames are pruned at the end of a turn; replay never reaches them
+
+
+def group_name(session_id: str) -> str:
+    return f"chat-events-{session_id}"
+
+
+@dataclass(frozen=True)
+class Frame:
+    seq: int
+    event: str
+    data: dict
+
+    def as_sse(self) -> str:
+        return f"id: {self.seq}\nevent: {self.event}\ndata: {json.dumps(self.data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+
+    def as_message(self) -> dict:
+        return {"type": "chat.frame", "seq": self.seq, "event": self.event, "data": self.data}
+
+
+def record(session_id: str, event: str, data: dict) -> Frame:
+    """Appends one frame to the session's event log; the id comes from the session row, so it is strictly
+    increasing across every process writing to the session."""
+    with transaction.atomic():
+        ChatSession.objects.filter(pk=session_id).update(last_seq=F("last_seq") + 1)
+        seq = ChatSession.objects.values_list("last_seq", flat=True).get(pk=session_id)
+        SessionEvent.objects.create(session_id=session_id, seq=seq, event=event, data=data)
+    return Frame(seq, event, data)
+
+
+async def apublish(session_id: str, event: str, data: dict) -> Frame:
+    frame = await sync_to_async(record, thread_sensitive=False)(session_id, event, data)
+    await get_channel_layer().group_send(group_name(session_id), frame.as_message())
+    return frame
+
+
+def publish(session_id: str, event: str, data: dict) -> Frame:
+    """publish() for synchronous callers (REST views, services)."""
+    frame = record(session_id, event, data)
+    async_to_sync(get_channel_layer().group_send)(group_name(session_id), frame.as_message())
+    return frame
+
+
+def frames_after(session_id: str, after: int, up_to: int | None = None) -> list[Frame]:
+    rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after)
+    if up_to is not None:
+        rows = rows.filter(seq__lte=up_to)
+    return [Frame(seq, event, data) for seq, event, data in rows.order_by("seq").values_list("seq", "event", "data")]
+
+
+def prune(session_id: str) -> None:
+    head = ChatSession.objects.values_list("last_seq", flat=True).get(pk=session_id)
+    SessionEvent.objects.filter(session_id=session_id, seq__lte=head - KEPT_FRAMES).delete()
+
+
+def status_frame_data(session: ChatSession) -> dict:
+    return {"sessionID": session.id, "status": session.status}
+
+
+def _pending_question_frames(session: ChatSession, seq: int) -> list[Frame]:
+    return [Frame(seq, "question.ask", question.frame) for question in session.questions.filter(state=PendingQuestion.State.PENDING)]
+
+
+def _last_turn_messages(session: ChatSession) -> list[Message]:
+    """The messages of the current (or last) turn: from the newest processed user message on."""
+    processed = session.messages.exclude(state=Message.State.QUEUED)
+    last_user = processed.filter(role=Message.Role.USER).order_by("-id").first()
+    return list(processed.filter(id__gte=last_user.id) if last_user else processed)
+
+
+def opening_frames(session_id: str, last_event_id: str | None) -> tuple[list[Frame], int]:
+    """What a stream sends before going live, and the id it has then delivered up to."""
+    session = ChatSession.objects.get(pk=session_id)
+    head = session.last_seq
+    if last_event_id is not None and last_event_id.strip().isdigit():
+        after = int(last_event_id)
+        if head - REPLAY_FRAMES <= after <= head:
+            return frames_after(session_id, after, head), head
+    if last_event_id is None:
+        status = Frame(head, "session.status", status_frame_data(session))
+        return [status, *_pending_question_frames(session, head)], head
+    snapshot = [
+        Frame(head, "message", {"sessionID": session.id, "info": message.info, "parts": [p.data for p in message.parts.all()], "resync": True})
+        for message in _last_turn_messages(session)
+    ]
+    return [*snapshot, Frame(head, "session.status", status_frame_data(session)), *_pending_question_frames(session, head)], head

@@ -1,0 +1,61 @@
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from chat_app.models import ChatSession, Project
+from chat_app.selectors import project_model_ids
+from viewer_gateway.fields import StrictCharField
+
+
+class ProjectCreateSerializer(serializers.Serializer):
+    title = StrictCharField(required=False, allow_blank=True, max_length=255, default="", help_text="default 'AI 项目'")
+    kind = serializers.ChoiceField(choices=Project.Kind.choices, error_messages={"required": "kind is required: ifc, cad or cad->ifc", "invalid_choice": "kind must be ifc, cad or cad->ifc, not {input!r}"})
+
+
+class ProjectSerializer(serializers.Serializer):
+    projectId = serializers.CharField(source="id")
+    title = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Project.Kind.choices)
+    createdAt = serializers.DateTimeField(source="created_at")
+    models = serializers.SerializerMethodField(help_text="model ids of the project, oldest first")
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_models(self, project: Project) -> list[str]:
+        return project_model_ids(project)
+
+
+class SessionOpenSerializer(serializers.Serializer):
+    title = StrictCharField(required=False, allow_blank=True, max_length=255, default="")
+    projectId = StrictCharField(required=False, allow_blank=True, default="")
+    modelId = StrictCharField(required=False, allow_blank=True, allow_null=True, default="", help_text="legacy form; may be empty")
+
+
+class ChatSessionSerializer(serializers.Serializer):
+    chatSessionId = serializers.CharField(source="id")
+    externalSessionId = serializers.CharField(source="external_session_id", help_text="opaque id of the agent runtime's session (legacy name)")
+    modelId = serializers.SerializerMethodField(help_text="empty when no model is bound")
+    projectId = serializers.SerializerMethodField()
+    title = serializers.CharField()
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    def get_modelId(self, session: ChatSession) -> str:
+        return session.model_id or ""
+
+    def get_projectId(self, session: ChatSession) -> str:
+        return session.project_id or ""
+
+
+class MessagePostSerializer(serializers.Serializer):
+    text = StrictCharField(max_length=100_000, trim_whitespace=False, error_messages={"blank": "text must not be empty", "required": "text is required"})
+
+
+class AnswerSerializer(serializers.Serializer):
+    interruptId = StrictCharField(help_text="from the question.ask frame")
+    answer = StrictCharField(allow_blank=True, trim_whitespace=False, max_length=100_000)
+
+
+class AcceptedSerializer(serializers.Serializer):
+    accepted = serializers.BooleanField()
+
+
+class AbortResultSerializer(serializers.Serializer):
+    aborted = serializers.BooleanField(help_text="false when no turn was running")

@@ -1,0 +1,67 @@
+"""GET /api/v1/chat/sessions/{cid}/events: the session's frames as Server-Sent Events.
+
+An async view (the stream holds no thread): it subscribes to the session's group first, then sends the opening
+frames (replay or snapshot, see events.py), then live frames in id order, fetching any gap from the event log, with
+a comment line as heartbeat. Headers keep reverse proxies from buffering the stream."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.http import StreamingHttpResponse
+
+from chat_app import events
+from chat_app.models import SESSION_ID_PATTERN, ChatSession
+from viewer_gateway.envelope import NOT_FOUND, error_response
+
+RETRY_MILLISECONDS = 2000
+SESSION_ID_RE = re.compile(rf"^{SESSION_ID_PATTERN}$")
+
+
+def _session_exists(session_id: str) -> bool:
+    return bool(SESSION_ID_RE.match(session_id)) and ChatSession.objects.filter(pk=session_id).exists()
+
+
+async def _frames(session_id: str, last_event_id: str | None, heartbeat_seconds: float):
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = events.group_name(session_id)
+    await layer.group_add(group, channel)
+    try:
+        yield f"retry: {RETRY_MILLISECONDS}\n\n"
+        opening, delivered = await sync_to_async(events.opening_frames, thread_sensitive=False)(session_id, last_event_id)
+        for frame in opening:
+            yield frame.as_sse()
+        while True:
+            try:
+                message = await asyncio.wait_for(layer.receive(channel), timeout=heartbeat_seconds)
+            except asyncio.TimeoutError:
+                yield ": ping\n\n"
+                continue
+            seq = message["seq"]
+            if seq <= delivered:
+                continue
+            if seq > delivered + 1:  # frames from another process overtook this one, or the layer dropped some
+                missed = await sync_to_async(events.frames_after, thread_sensitive=False)(session_id, delivered, seq - 1)
+                for frame in missed:
+                    yield frame.as_sse()
+            yield events.Frame(seq, message["event"], message["data"]).as_sse()
+            delivered = seq
+    finally:
+        await layer.group_discard(group, channel)
+
+
+async def session_events(request, cid: str):
+    if request.method != "GET":
+        return error_response(40001, f"method {request.method} not allowed; use GET")
+    if not await sync_to_async(_session_exists, thread_sensitive=False)(cid):
+        return error_response(NOT_FOUND, f"chat session {cid} not found")
+    frames = _frames(cid, request.headers.get("Last-Event-ID"), settings.CHAT_HEARTBEAT_SECONDS)
+    response = StreamingHttpResponse(frames, content_type="text/event-stream; charset=utf-8")
+    response["Cache-Control"] = "no-cache, no-transform"
+    response["X-Accel-Buffering"] = "no"
+    return response
