@@ -1,0 +1,57 @@
+// The gateway API: the bearer token (asked once, kept for the tab), the {code, message, data} envelope, errors.
+
+export class ApiError extends Error {
+  constructor(code, message, data, status) {
+    super(message);
+    this.code = code;
+    this.data = data;
+    this.status = status;
+  }
+}
+
+export class Api {
+  constructor(askToken) {
+    this.askToken = askToken; // () => Promise<string>: shows the token dialog
+    this.token = sessionStorage.getItem("viewerApiToken") || "";
+  }
+
+  headers(extra = {}) {
+    return this.token ? { ...extra, Authorization: `Bearer ${this.token}` } : extra;
+  }
+
+  async fetch(path, options = {}, retried = false) {
+    const response = await fetch(path, { ...options, headers: this.headers(options.headers) });
+    if (response.status === 401 && !retried) {
+      this.token = await this.askToken();
+      sessionStorage.setItem("viewerApiToken", this.token);
+      return this.fetch(path, options, true);
+    }
+    return response;
+  }
+
+  async call(method, path, { json, form } = {}) {
+    const options = { method };
+    if (json !== undefined) {
+      options.body = JSON.stringify(json);
+      options.headers = { "Content-Type": "application/json" };
+    } else if (form) {
+      options.body = form;
+    }
+    const response = await this.fetch(`/api/v1${path}`, options);
+    let body;
+    try {
+      body = await response.json();
+    } catch {
+      throw new ApiError(50000, `HTTP ${response.status}: the answer is not JSON`, null, response.status);
+    }
+    if (body.code !== 0) throw new ApiError(body.code, body.message, body.data, response.status);
+    return body.data;
+  }
+
+  get(path) { return this.call("GET", path); }
+  post(path, json) { return this.call("POST", path, { json }); }
+  put(path, json) { return this.call("PUT", path, { json }); }
+  patch(path, json) { return this.call("PATCH", path, { json }); }
+  delete(path) { return this.call("DELETE", path); }
+  upload(path, form) { return this.call("POST", path, { form }); }
+}

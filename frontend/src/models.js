@@ -1,0 +1,75 @@
+// The model list: status, conversion progress (polled every 2 s while any model converts), retry, upload.
+import { guarded, h, replace, toast } from "./ui.js";
+
+const POLL_MS = 2000;
+
+export class ModelList {
+  constructor(app) {
+    this.app = app;
+    this.models = [];
+    this.timer = null;
+    this.list = document.getElementById("model-list");
+    document.getElementById("upload").addEventListener("change", (event) => this.upload(event.target));
+    document.getElementById("new-project").addEventListener("click", () => this.newProject());
+  }
+
+  async refresh() {
+    const models = await guarded(() => this.app.api.get("/models"), "Loading the models failed");
+    this.app.setOffline(models === undefined);
+    if (models) {
+      this.models = models;
+      this.render();
+      this.app.modelsChanged(models);
+    }
+    clearTimeout(this.timer);
+    if (models === undefined || this.models.some((m) => m.status === "converting")) {
+      this.timer = setTimeout(() => this.refresh(), POLL_MS);
+    }
+  }
+
+  render() {
+    if (!this.models.length) {
+      replace(this.list, h("li", { class: "empty", "data-testid": "models-empty" }, "No models yet: create a project or upload an IFC."));
+      return;
+    }
+    replace(this.list, this.models.map((model) => this.item(model)));
+  }
+
+  item(model) {
+    const current = this.app.model && this.app.model.id === model.id;
+    const progress = model.progress;
+    return h("li", { class: `model ${model.status}${current ? " current" : ""}`, dataset: { modelId: model.id, testid: "model-item" } },
+      h("button", { class: "open", onClick: () => this.app.openModel(model.id), disabled: model.status !== "ready" && !current }, model.name),
+      h("span", { class: `status ${model.status}`, "data-testid": "model-status" }, model.status),
+      progress && h("div", { class: "progress", title: `${progress.phase} ${progress.percent}%` },
+        h("div", { class: "bar", style: `width:${progress.percent}%` }), h("span", {}, `${progress.phase} ${progress.percent}%`)),
+      model.status === "failed" && h("div", { class: "error", "data-testid": "model-error" }, model.error),
+      model.status === "failed" && h("button", { class: "retry", "data-testid": "retry", onClick: () => this.retry(model.id) }, "Retry"),
+    );
+  }
+
+  async retry(modelId) {
+    await guarded(() => this.app.api.post(`/models/${modelId}/retry`), "Retry failed");
+    this.refresh();
+  }
+
+  async upload(input) {
+    const file = input.files[0];
+    input.closest("details").open = false;
+    if (!file) return;
+    const form = new FormData();
+    form.append("file", file, file.name);
+    const model = await guarded(() => this.app.api.upload("/models", form), "Upload failed");
+    input.value = "";
+    if (model) toast(`${model.name} uploaded; converting`);
+    this.refresh();
+  }
+
+  async newProject() {
+    const title = window.prompt("Project title", "AI 项目");
+    if (title === null) return;
+    const project = await guarded(() => this.app.api.post("/chat/projects", { title, kind: "ifc" }), "Creating the project failed");
+    if (project) toast(`Project ${project.title} created; its model is converting`);
+    this.refresh();
+  }
+}

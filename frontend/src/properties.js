@@ -1,0 +1,63 @@
+// The picked element: its class, name, property sets, and the whitelisted overrides, editable.
+import { guarded, h, replace, toast } from "./ui.js";
+
+export const OVERRIDE_FIELDS = ["Name", "Description", "Classification", "FireRating", "Comments"];
+
+function ifcValue(meta, field) {
+  if (field === "Name") return meta.name || "";
+  for (const set of meta.propertySets || []) {
+    const property = (set.properties || []).find((p) => p.name === field);
+    if (property && property.value !== undefined && property.value !== null) return String(property.value);
+  }
+  return "";
+}
+
+export class PropertiesPanel {
+  constructor(app) {
+    this.app = app;
+    this.root = document.getElementById("tab-properties");
+    this.overrides = {};
+    this.show(null);
+  }
+
+  async loadOverrides() {
+    this.overrides = (await guarded(() => this.app.api.get(`/models/${this.app.model.id}/overrides`), "Loading overrides failed")) || {};
+  }
+
+  show(meta) {
+    this.meta = meta;
+    if (!meta) {
+      replace(this.root, h("p", { class: "hint" }, "Pick an element in the 3D view."));
+      return;
+    }
+    const overrides = this.overrides[meta.id] || {};
+    const fields = OVERRIDE_FIELDS.map((field) => h("label", { class: "field" }, field,
+      h("input", { name: field, value: overrides[field] ?? "", placeholder: ifcValue(meta, field), dataset: { testid: `override-${field}` } }),
+      overrides[field] !== undefined && h("span", { class: "overridden" }, "override")));
+    replace(this.root,
+      h("h3", { "data-testid": "picked-name" }, meta.name || meta.id),
+      h("p", { class: "meta" }, `${meta.type} · ${meta.id}`),
+      h("form", { class: "overrides", onSubmit: (event) => { event.preventDefault(); this.save(event.target); } },
+        h("h4", {}, "Overrides"), fields, h("button", { "data-testid": "save-overrides" }, "Save overrides")),
+      (meta.propertySets || []).map((set) => h("details", { class: "pset" }, h("summary", {}, set.name),
+        h("table", {}, (set.properties || []).map((p) => h("tr", {}, h("th", {}, p.name), h("td", {}, String(p.value ?? "")))))))
+    );
+  }
+
+  async save(form) {
+    const meta = this.meta;
+    const current = this.overrides[meta.id] || {};
+    const fields = {};
+    for (const field of OVERRIDE_FIELDS) {
+      const value = form.elements[field].value;
+      if (value !== (current[field] ?? "")) fields[field] = value;
+    }
+    if (!Object.keys(fields).length) return toast("Nothing changed");
+    const effective = await guarded(() => this.app.api.put(`/models/${this.app.model.id}/entities/${encodeURIComponent(meta.id)}/properties`,
+      { entityName: meta.name || "", fields }), "Saving overrides failed");
+    if (!effective) return;
+    this.overrides[meta.id] = effective;
+    toast("Overrides saved");
+    this.show(meta);
+  }
+}

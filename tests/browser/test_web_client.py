@@ -1,0 +1,154 @@
+"""A reviewer's day in the browser: upload, open, pick, pin an issue with a screenshot, override a property, edit
+PARAMS and save, compare versions, chat with the offline agent; plus the token prompt and a failed conversion."""
+
+import base64
+import json
+
+import pytest
+
+from tests.e2e.stack import Stack
+from tests.helpers import sample
+
+pytestmark = pytest.mark.e2e
+
+# Share of an image's pixels that are not the canvas background [0.93, 0.94, 0.96]: 0 when WebGL drew nothing.
+PAINTED_FRACTION_JS = """async (src) => {
+  const image = new Image(); image.src = src; await image.decode();
+  const canvas = document.createElement("canvas"); canvas.width = image.width; canvas.height = image.height;
+  const context = canvas.getContext("2d"); context.drawImage(image, 0, 0);
+  const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+  let painted = 0;
+  for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i] - 237) + Math.abs(data[i + 1] - 240) + Math.abs(data[i + 2] - 245) > 30) painted++;
+  return painted / (data.length / 4);
+}"""
+
+
+def painted_fraction(page, png: bytes) -> float:
+    return page.evaluate(PAINTED_FRACTION_JS, "data:image/png;base64," + base64.b64encode(png).decode())
+
+
+def model_item(page, name):
+    return page.locator("[data-testid=model-item]", has_text=name)
+
+
+def open_model(page, name):
+    item = model_item(page, name)
+    item.locator("[data-testid=model-status]", has_text="ready").wait_for(timeout=180_000)
+    item.locator(".open").click()
+    page.wait_for_function("document.querySelector('[data-testid=stage-state]').hidden", timeout=60_000)
+
+
+def pick_center(page):
+    box = page.locator("[data-testid=canvas]").bounding_box()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.locator("[data-testid=picked-name]").wait_for(timeout=10_000)
+
+
+def test_review_an_uploaded_model(page, web_stack):
+    page.goto(web_stack.url + "/")
+    page.locator("[data-testid=models-empty]").wait_for()
+    page.shot("empty")
+    page.click("[data-testid=more-actions]")
+    page.set_input_files("[data-testid=upload]", str(sample("duplex.ifc")))
+    item = model_item(page, "duplex.ifc")
+    item.locator(".progress, [data-testid=model-status]:has-text('ready')").first.wait_for(timeout=60_000)
+    page.shot("converting")
+    open_model(page, "duplex.ifc")
+    canvas = page.locator("[data-testid=canvas]").screenshot()
+    assert painted_fraction(page, canvas) > 0.05, "the 3D view rendered nothing"
+    page.shot("opened")
+
+    pick_center(page)
+    picked = page.locator("[data-testid=picked-name]").inner_text()
+    page.shot("picked")
+
+    page.fill("[data-testid=override-FireRating]", "EI60")
+    page.click("[data-testid=save-overrides]")
+    page.locator(".overridden").first.wait_for()
+    model_id = item.get_attribute("data-model-id")
+    overrides = web_stack.api("GET", f"/api/v1/models/{model_id}/overrides").json()["data"]
+    assert [fields for fields in overrides.values()] == [{"FireRating": "EI60"}]
+    page.shot("override")
+
+    page.click("[data-tab=issues]")
+    page.fill("[data-testid=issue-title]", "Check the fire rating")
+    page.fill("[data-testid=issue-comment]", "EI60 needed here")
+    page.click("[data-testid=create-issue]")
+    page.locator("[data-testid=issue-item]").first.wait_for()
+    issue = web_stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"][0]
+    assert issue["title"] == "Check the fire rating" and issue["entityName"] == picked and len(issue["camera"]["eye"]) == 3
+    screenshot = web_stack.api("GET", f"/v1/models/{model_id}/{issue['screenshot']}").content
+    assert screenshot.startswith(b"\x89PNG") and painted_fraction(page, screenshot) > 0.05
+    page.shot("issue")
+
+    page.select_option("[data-testid=issue-status]", "checking")
+    page.wait_for_timeout(500)
+    assert web_stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"][0]["status"] == "checking"
+    page.select_option("[data-testid=issue-filter]", "resolved")
+    assert page.locator("[data-testid=issue-item]").count() == 0
+    page.select_option("[data-testid=issue-filter]", "")
+    page.click("[data-testid=fly-to]")
+    page.shot("fly-to")
+
+
+def test_edit_params_save_compare_and_chat(page, web_stack):
+    page.goto(web_stack.url + "/")
+    page.on("dialog", lambda dialog: dialog.accept("Browser house"))
+    page.click("[data-testid=new-project]")
+    open_model(page, "Browser house.ifc")
+    page.shot("project")
+
+    page.click("[data-tab=script]")
+    params_box = page.locator("[data-testid=params]")
+    params = json.loads(params_box.input_value())
+    params_box.fill(json.dumps({**params, "storeys": 2}, indent=2))
+    page.click("[data-testid=stage-params]")
+    page.locator("[data-testid=script-state]", has_text="Staged").wait_for()
+    page.locator("[data-testid=staging-diff]", has_text='"storeys": 2').wait_for()
+    page.click("[data-testid=run]")
+    page.locator("[data-testid=script-state]", has_text="built").wait_for(timeout=60_000)
+    page.shot("run")
+    page.click("[data-testid=save]")
+    page.locator("[data-testid=script-state]", has_text="version v2").wait_for(timeout=60_000)
+    page.wait_for_function("document.querySelector('[data-testid=stage-state]').hidden", timeout=120_000)
+    page.shot("saved")
+
+    page.click("[data-tab=diff]")
+    page.locator("[data-testid=diff-base]").wait_for()
+    page.select_option("[data-testid=diff-base]", "v1")
+    page.select_option("[data-testid=diff-target]", "v2")
+    page.click("[data-testid=compare]")
+    assert page.locator("[data-testid=diff-counts]").inner_text().startswith("6 added")
+    page.shot("diff")
+
+    page.click("[data-tab=chat]")
+    page.fill("[data-testid=chat-input]", "Which fire rating do the walls have?")
+    page.click("[data-testid=send]")
+    page.locator("[data-testid=tool-card][data-tool=session_info]").wait_for(timeout=30_000)
+    page.locator("[data-testid=question]").wait_for(timeout=30_000)
+    page.shot("question")
+    page.locator("[data-testid=answer-option]", has_text="Yes").click()
+    page.locator("[data-testid=message-assistant]", has_text="Noted: Yes").wait_for(timeout=30_000)
+    page.locator("[data-testid=turn-state]", has_text="idle").wait_for()
+    assert page.locator("[data-testid=question]").count() == 0
+    page.shot("answered")
+
+
+def test_a_token_is_asked_for_and_a_failed_conversion_can_be_retried(page, tmp_path):
+    guarded = Stack(tmp_path, workers=1, token="browser-token").start()
+    try:
+        broken = b"ISO-10303-21;\nHEADER;\nFILE_SCHEMA(('IFC4'));\nENDSEC;\nDATA;\n#1=IFCWALL(garbage\nENDSEC;\n"
+        guarded.api("POST", "/api/v1/models", files={"file": ("broken.ifc", broken)})
+        page.goto(guarded.url + "/")
+        page.locator("[data-testid=token-dialog]").wait_for()
+        page.shot("token")
+        page.fill("[data-testid=token-input]", "browser-token")
+        page.keyboard.press("Enter")
+        item = model_item(page, "broken.ifc")
+        item.locator("[data-testid=model-status]", has_text="failed").wait_for(timeout=120_000)
+        assert item.locator("[data-testid=model-error]").inner_text()
+        page.shot("failed")
+        item.locator("[data-testid=retry]").click()
+        item.locator("[data-testid=model-status]", has_text="failed").wait_for(timeout=120_000)
+    finally:
+        guarded.stop()
