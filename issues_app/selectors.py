@@ -106,7 +106,8 @@ def issue_list_json(model_id: str) -> bytes:
     """The model's issues, newest first, as the JSON of IssueSerializer(many=True). A list of a thousand issues is
     read often and changes rarely: it is built straight from the rows (the ORM's per-row conversions and a JSON
     parse and dump of each camera cost many times the query) and kept while the rows' count and newest change stay
-    the same, which one indexed query tells, in any process."""
+    the same, which one indexed query tells, in any process. So every write must set updated_at to the current time
+    (auto_now does; never write an older one, or a delete plus an insert could look unchanged)."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*), MAX(updated_at) FROM {Issue._meta.db_table} WHERE model_id = %s", [model_id])
         key = (model_id, *cursor.fetchone())

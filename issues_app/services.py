@@ -387,10 +387,8 @@ def _issue_from_topic(model: IfcModel, topic: bcf.TopicRecord) -> Issue:
         "comment": topic.comment, "author": (topic.author or DEFAULT_AUTHOR)[:255], "provenance": topic.provenance, "camera": topic.camera,
     }
     issue = issue_create(model_id=model.id, data=data, screenshot=_topic_screenshot(topic))
-    created = topic.created_at or issue.created_at
-    Issue.objects.filter(pk=issue.id).update(
-        status=topic.status, bcf_topic_guid=topic.guid, created_at=created, updated_at=max(topic.modified_at or created, created),
-    )
+    # updated_at stays the import time: the cached issue list relies on every write moving it forward
+    Issue.objects.filter(pk=issue.id).update(status=topic.status, bcf_topic_guid=topic.guid, created_at=topic.created_at or issue.created_at)
     return issue
 
 

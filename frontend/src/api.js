@@ -48,6 +48,16 @@ export class Api {
     return body.data;
   }
 
+  // a file answer (no envelope); an error answer still comes in the envelope
+  async blob(path) {
+    const response = await this.fetch(`/api/v1${path}`);
+    if (!response.ok) {
+      const body = await response.json().catch(() => ({ code: 50000, message: `HTTP ${response.status}` }));
+      throw new ApiError(body.code, body.message, body.data, response.status);
+    }
+    return response.blob();
+  }
+
   get(path) { return this.call("GET", path); }
   post(path, json) { return this.call("POST", path, { json }); }
   put(path, json) { return this.call("PUT", path, { json }); }

@@ -1,5 +1,5 @@
 // Review issues: pin one to the picked element with a screenshot of the canvas and the camera; list, filter,
-// change status, fly back to an issue's camera.
+// change status, fly back to an issue's camera; exchange them with other tools as BCF 3.0.
 import { guarded, h, replace, toast } from "./ui.js";
 
 const STATUSES = ["open", "checking", "resolved"];
@@ -26,6 +26,11 @@ export class IssuesPanel {
         h("input", { name: "title", placeholder: "Title", required: true, "data-testid": "issue-title" }),
         h("textarea", { name: "comment", placeholder: "Comment", rows: 2, "data-testid": "issue-comment" }),
         h("button", { disabled: !picked, "data-testid": "create-issue" }, "Pin issue with screenshot")),
+      h("div", { class: "bcf-actions" },
+        h("button", { type: "button", "data-testid": "bcf-export", onClick: () => this.exportBcf() }, "Export BCF"),
+        h("label", { class: "button" }, "Import BCF",
+          h("input", { type: "file", accept: ".bcfzip,.bcf,application/zip", hidden: true, "data-testid": "bcf-import",
+            onChange: (event) => this.importBcf(event.target) }))),
       h("label", { class: "filter" }, "Show ",
         h("select", { "data-testid": "issue-filter", onChange: (event) => { this.filter = event.target.value; this.render(); } },
           h("option", { value: "" }, "all"), STATUSES.map((s) => h("option", { value: s, selected: s === this.filter }, s)))),
@@ -67,6 +72,27 @@ export class IssuesPanel {
     form.reset();
     this.issues.unshift(issue);
     this.render();
+  }
+
+  async exportBcf() {
+    const blob = await guarded(() => this.app.api.blob(`/models/${this.app.model.id}/issues.bcfzip`), "Exporting BCF failed");
+    if (!blob) return;
+    const link = h("a", { href: URL.createObjectURL(blob), download: `${this.app.model.id}-issues.bcfzip` });
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(link.href), 1000);
+  }
+
+  async importBcf(input) {
+    const file = input.files[0];
+    input.value = "";
+    if (!file) return;
+    const data = new FormData();
+    data.append("file", file, file.name);
+    const report = await guarded(() => this.app.api.upload(`/models/${this.app.model.id}/issues/bcf`, data), "Importing BCF failed");
+    if (!report) return;
+    const skipped = report.skipped.map((s) => `${s.title || s.topic}: ${s.reason}`);
+    toast([`Imported ${report.imported.length} issue(s), skipped ${report.skipped.length}`, ...skipped].join("\n"));
+    await this.load();
   }
 
   async setStatus(issue, status) {

@@ -90,6 +90,19 @@ def test_review_an_uploaded_model(page, web_stack):
     page.click("[data-testid=fly-to]")
     page.shot("fly-to")
 
+    with page.expect_download() as download:
+        page.click("[data-testid=bcf-export]")
+    archive = download.value.path()
+    assert download.value.suggested_filename == f"{model_id}-issues.bcfzip"
+    assert web_stack.api("DELETE", f"/api/v1/models/{model_id}/issues/{issue['id']}").json()["code"] == 0
+    page.set_input_files("[data-testid=bcf-import]", str(archive))
+    page.locator(".toast", has_text="Imported 1 issue(s), skipped 0").wait_for()
+    page.locator("[data-testid=issue-item]", has_text="Check the fire rating").wait_for()
+    (restored,) = web_stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"]
+    assert (restored["title"], restored["entityId"], restored["status"], restored["camera"]) == (issue["title"], issue["entityId"], "checking", issue["camera"])
+    assert web_stack.api("GET", f"/v1/models/{model_id}/{restored['screenshot']}").content == screenshot
+    page.shot("bcf-imported")
+
 
 def test_edit_params_save_compare_and_chat(page, web_stack):
     page.goto(web_stack.url + "/")
