@@ -17,6 +17,7 @@ from pathlib import Path
 
 from edit_service.engine import scripts, semantic_diff
 from edit_service.engine.errors import RunFailed
+from edit_service.engine.kinds import IFC, ModelKind
 from edit_service.engine.sandbox import Sandbox
 from edit_service.engine.script_map import build_map
 from edit_service.engine.store import ModelFiles, place_file, read_json, write_json_atomic
@@ -34,6 +35,7 @@ class Product:
     snapshot: dict
     script_map: dict
     seconds: float
+    extras: dict[str, Path]  # the kind's other published outputs (a drawing's render.json), in the run folder
 
 
 @contextmanager
@@ -48,12 +50,12 @@ def run_folder(files: ModelFiles):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def build_product(sandbox: Sandbox, script: str, folder: Path) -> Product:
+def build_product(sandbox: Sandbox, script: str, folder: Path, kind: ModelKind = IFC) -> Product:
     """Contract check, build in the sandbox, validation and snapshot in a second sandbox run; raises RunFailed."""
     params = scripts.check_contract(script)
-    ifc, recorded, seconds = sandbox.build(script, params, folder)
-    snapshot = sandbox.inspect(folder, ifc)
-    return Product(script, scripts.script_hash(script), ifc, snapshot, build_map(script, recorded), seconds)
+    product, recorded, seconds = sandbox.build(script, params, folder, kind)
+    snapshot, extras = sandbox.inspect_with_outputs(folder, product, kind=kind)
+    return Product(script, scripts.script_hash(script), product, snapshot, build_map(script, recorded), seconds, extras)
 
 
 def _regular_file(path: Path) -> None:
@@ -63,8 +65,11 @@ def _regular_file(path: Path) -> None:
 
 
 def publish_product(files: ModelFiles, product: Product) -> None:
-    """Makes the product the model's working product: the only path to model.ifc."""
+    """Makes the product the model's working product: the only path to model.ifc (model.dxf and render.json)."""
     _regular_file(product.ifc)
+    for name, path in product.extras.items():
+        _regular_file(path)
+        place_file(path, files.root / name, keep_source=False)
     place_file(product.ifc, files.ifc, keep_source=False)
     write_json_atomic(files.current_map, product.script_map)
     write_json_atomic(files.current_snapshot, product.snapshot)

@@ -30,6 +30,7 @@ import psutil
 
 from edit_service.engine import cgroups
 from edit_service.engine.errors import RunFailed, SandboxUnavailable
+from edit_service.engine.kinds import IFC, ModelKind
 
 SANDBOX_CODE_DIR = Path(__file__).resolve().parent.parent / "sandbox"
 RUN_MOUNT = "/sandbox/run"
@@ -298,32 +299,41 @@ class Sandbox:
 
     # --- the two jobs ------------------------------------------------------------------------------------------
 
-    def build(self, script: str, params: dict, run_dir: Path) -> tuple[Path, dict, float]:
-        """Runs build(params, out_path); returns (IFC path, recorded map, seconds) or raises RunFailed."""
+    def build(self, script: str, params: dict, run_dir: Path, kind: ModelKind = IFC) -> tuple[Path, dict, float]:
+        """Runs build(params, out_path); returns (product path, recorded map, seconds) or raises RunFailed."""
         (run_dir / "script.py").write_text(script, encoding="utf-8")
         (run_dir / "params.json").write_text(json.dumps(params, allow_nan=False), encoding="utf-8")
         outcome = self.execute(
-            run_dir, [f"{CODE_MOUNT}/run_build.py", f"{INPUT_MOUNT}/script.py", f"{INPUT_MOUNT}/params.json"],
-            inputs={"script.py": run_dir / "script.py", "params.json": run_dir / "params.json"}, outputs=("out.ifc", "map.json"),
+            run_dir, [f"{CODE_MOUNT}/run_build.py", f"{INPUT_MOUNT}/script.py", f"{INPUT_MOUNT}/params.json", kind.build_output],
+            inputs={"script.py": run_dir / "script.py", "params.json": run_dir / "params.json"}, outputs=(kind.build_output, "map.json"),
         )
         self._raise_for(outcome, "the build script")
-        if "out.ifc" not in outcome.outputs:
-            raise RunFailed("the build script finished without writing an IFC to out_path")
+        if kind.build_output not in outcome.outputs:
+            raise RunFailed(f"the build script finished without writing {'an' if kind.what[0] in 'AEIOU' else 'a'} {kind.what} to out_path")
         try:
             recorded = json.loads(outcome.outputs["map.json"].read_text(encoding="utf-8"))
         except (KeyError, OSError, ValueError):
             raise RunFailed("the build run wrote no readable script map") from None
-        return outcome.outputs["out.ifc"], recorded, outcome.seconds
+        return outcome.outputs[kind.build_output], recorded, outcome.seconds
 
-    def inspect(self, run_dir: Path, ifc: Path, validate: bool = True) -> dict:
-        """Validates (optionally) and snapshots an IFC (bound read-only); returns the snapshot or raises RunFailed."""
-        argv = [f"{CODE_MOUNT}/inspect_ifc.py", f"{INPUT_MOUNT}/model.ifc"] + ([] if validate else ["--no-validate"])
-        outcome = self.execute(run_dir, argv, inputs={"model.ifc": ifc}, outputs=("snapshot.json",))
-        self._raise_for(outcome, "IFC validation" if validate else "reading the IFC")
+    def inspect(self, run_dir: Path, product: Path, validate: bool = True, kind: ModelKind = IFC) -> dict:
+        """Validates (optionally) and snapshots a product (bound read-only); returns the snapshot or raises RunFailed."""
+        return self.inspect_with_outputs(run_dir, product, validate, kind)[0]
+
+    def inspect_with_outputs(self, run_dir: Path, product: Path, validate: bool = True, kind: ModelKind = IFC) -> tuple[dict, dict[str, Path]]:
+        """inspect(), plus the paths of the kind's other outputs (a drawing's render.json) in run_dir."""
+        input_name = f"model{kind.suffix}"
+        argv = [f"{CODE_MOUNT}/{kind.inspector}", f"{INPUT_MOUNT}/{input_name}"] + ([] if validate else ["--no-validate"])
+        outcome = self.execute(run_dir, argv, inputs={input_name: product}, outputs=kind.inspector_outputs)
+        self._raise_for(outcome, f"{kind.what} validation" if validate else f"reading the {kind.what}")
         try:
-            return json.loads(outcome.outputs["snapshot.json"].read_text(encoding="utf-8"))
+            snapshot = json.loads(outcome.outputs["snapshot.json"].read_text(encoding="utf-8"))
         except (KeyError, OSError, ValueError):
             raise RunFailed("the inspection wrote no readable snapshot") from None
+        missing = [name for name in kind.extra_outputs if name not in outcome.outputs]
+        if missing:
+            raise RunFailed(f"the inspection wrote no {', '.join(missing)}")
+        return snapshot, {name: outcome.outputs[name] for name in kind.extra_outputs}
 
     def _raise_for(self, outcome: Outcome, what: str) -> None:
         if outcome.cancelled:

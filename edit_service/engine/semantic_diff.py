@@ -2,7 +2,8 @@
 
 added/removed: GlobalIds only in target/base. changed: per GlobalId the fields whose typed values differ, with old
 and new values; `class` is reported when an element keeps its GlobalId but changes class. No geometry and no
-entity references are compared, so placement-only or reference-only changes do not show.
+entity references are compared, so placement-only or reference-only changes do not show. Drawings (DXF) use the
+same engine with keys for GlobalIds; their snapshots carry the geometry, because in a drawing it is the content.
 """
 
 from __future__ import annotations

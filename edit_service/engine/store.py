@@ -14,6 +14,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from edit_service.engine.errors import Conflict, NotFound
+from edit_service.engine.kinds import kind_of
 
 MODEL_ID_RE = re.compile(r"^m_[0-9a-f]{16}$")
 VERSION_RE = re.compile(r"^v([1-9]\d*)$")
@@ -89,8 +90,9 @@ class ModelFiles:
             raise NotFound(f"model {model_id!r} not found (ids look like m_ + 16 lowercase hex digits)")
         self.model_id = model_id
         self.root = Path(data_dir) / "models" / model_id
+        self.kind = kind_of(self.root)
         self.script_dir = self.root / "script"
-        self.ifc = self.root / "model.ifc"
+        self.ifc = self.root / self.kind.product_name  # the working product: model.ifc, or model.dxf for a drawing
         self.bootstrap_ifc = self.root / "bootstrap.ifc"
         self.staging = self.script_dir / "staging.json"
         self.working = self.script_dir / "working.json"

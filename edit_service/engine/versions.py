@@ -66,23 +66,26 @@ class Versions:
         write_atomic(self.files.version_file(version, ".py"), script)
         write_json_atomic(self.files.version_file(version, ".map.json"), script_map)
         write_json_atomic(self.files.version_file(version, ".snapshot.json"), snapshot)
-        place_file(ifc, self.files.version_file(version, ".ifc"), keep_source=True)
+        place_file(ifc, self.files.version_file(version, self.files.kind.suffix), keep_source=True)
+        for name in self.files.kind.extra_outputs:  # a drawing's render.json, so discard and rollback need no run
+            if (self.files.root / name).is_file():
+                place_file(self.files.root / name, self.files.version_file(version, f".{name}"), keep_source=True)
         meta = {"version": version, "createdAt": now_iso(), "note": note, "scriptHash": script_hash, **({"requestId": request_id} if request_id else {})}
         write_json_atomic(self.files.version_file(version, ".json"), meta)  # the commit point
         if previous:
-            self.files.version_file(previous, ".ifc").unlink(missing_ok=True)  # only the latest IFC stays materialised
+            self.files.version_file(previous, self.files.kind.suffix).unlink(missing_ok=True)  # only the latest IFC stays materialised
         return meta
 
     def ifc_path(self, version: str) -> Path | None:
         """The version's IFC when materialised (latest) or cached; None when it must be rebuilt."""
         self.meta(version)
-        for path in (self.files.version_file(version, ".ifc"), self.files.cache_dir / f"{version}.ifc"):
+        for path in (self.files.version_file(version, self.files.kind.suffix), self.files.cache_dir / f"{version}{self.files.kind.suffix}"):
             if path.is_file():
                 return path
         return None
 
     def cache_ifc(self, version: str, ifc: Path) -> Path:
-        target = self.files.cache_dir / f"{version}.ifc"
+        target = self.files.cache_dir / f"{version}{self.files.kind.suffix}"
         self.files.cache_dir.mkdir(exist_ok=True)
         place_file(ifc, target, keep_source=False)  # the rebuilt IFC's run folder is discarded anyway
         return target

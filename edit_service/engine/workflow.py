@@ -16,6 +16,7 @@ from pathlib import Path
 from edit_service.engine import history, products, scripts, semantic_diff
 from edit_service.engine.call_rewrite import rewrite_call_argument
 from edit_service.engine.errors import Conflict, Invalid, NotFound, RunFailed
+from edit_service.engine.kinds import DXF, IFC, ModelKind
 from edit_service.engine.products import Product, build_product, counts_since, publish_product, run_folder
 from edit_service.engine.sandbox import Sandbox, cancel_runs
 from edit_service.engine.staging import Staging
@@ -31,8 +32,11 @@ def _keys_by_guid(script_hash: str, keys: tuple[str, ...]) -> dict[str, str]:
     return {guid_for(key): key for key in keys}
 
 
-def design_key_for(guid: str, envelope: dict) -> str | None:
-    """The designKey whose GlobalId is `guid` (the reverse index is built once per script map)."""
+def design_key_for(guid: str, envelope: dict, kind: ModelKind = IFC) -> str | None:
+    """The designKey whose GlobalId is `guid` (the reverse index is built once per script map); in a drawing the key
+    is the id itself."""
+    if kind is DXF:
+        return guid if guid in envelope.get("map", {}) else None
     return _keys_by_guid(envelope.get("scriptHash") or "", tuple(envelope.get("map", {}))).get(guid)
 
 
@@ -172,6 +176,10 @@ class Editor:
     # --- runs, saves, rollback ---------------------------------------------------------------------------------
 
     def _restore_version_product(self, version: str) -> None:
+        for name in self.files.kind.extra_outputs:
+            kept = self.files.version_file(version, f".{name}")
+            if kept.is_file():
+                place_file(kept, self.files.root / name, keep_source=True)
         place_file(self.version_ifc(version), self.files.ifc, keep_source=True)
         write_json_atomic(self.files.current_map, read_json(self.files.version_file(version, ".map.json"), {}))
         write_json_atomic(self.files.current_snapshot, self.versions.snapshot(version))
@@ -184,7 +192,7 @@ class Editor:
         if cached is not None:
             return cached
         with run_folder(self.files) as folder:
-            product = build_product(self.sandbox, self.versions.script(version), folder)
+            product = build_product(self.sandbox, self.versions.script(version), folder, self.files.kind)
             return self.versions.cache_ifc(version, product.ifc)
 
     def _staged_script(self) -> str:
@@ -196,7 +204,7 @@ class Editor:
     def _build_and_publish(self, script: str) -> tuple[Product, dict | None]:
         previous = products.current_snapshot(self.files)
         with run_folder(self.files) as folder:
-            product = build_product(self.sandbox, script, folder)
+            product = build_product(self.sandbox, script, folder, self.files.kind)
             publish_product(self.files, product)
         return product, counts_since(previous, product.snapshot)
 
@@ -305,7 +313,7 @@ class Editor:
         self.files.require()
         envelope, script = self._map_and_script()
         stale = script is None or envelope.get("scriptHash") != scripts.script_hash(script)
-        key = design_key_for(guid, envelope)
+        key = design_key_for(guid, envelope, self.files.kind)
         if key is None:
             return {"found": False, "guid": guid, "stale": stale}
         return {"found": True, "guid": guid, "designKey": key, **envelope["map"][key], "stale": stale, "scriptHash": envelope["scriptHash"]}
@@ -327,7 +335,7 @@ class Editor:
             new_script = rewrite_call_argument(script, site["line"], site["col"], argument, value)
             previous = products.current_snapshot(self.files)
             with run_folder(self.files) as folder:
-                product = build_product(self.sandbox, new_script, folder)
+                product = build_product(self.sandbox, new_script, folder, self.files.kind)
                 if design_key not in product.script_map["map"]:
                     raise Invalid(f"after the rewrite the script no longer creates {design_key!r}")
                 staging_before = self.files.staging.read_bytes() if self.files.staging.exists() else None
@@ -375,12 +383,12 @@ class Editor:
         current = self._snapshot_of("current") if self.files.current_snapshot.exists() else None
         with run_folder(self.files) as folder:
             try:
-                uploaded = self.sandbox.inspect(folder, upload, validate=False)
+                uploaded = self.sandbox.inspect(folder, upload, validate=False, kind=self.files.kind)
             except RunFailed as exc:
-                raise Invalid(f"the file could not be read as IFC: {exc.detail}") from None
+                raise Invalid(f"the file could not be read as {self.files.kind.what}: {exc.detail}") from None
             if current is None:
                 if not self.files.ifc.is_file():
                     raise NotFound("the model has no IFC to compare with")
-                current = self.sandbox.inspect(folder, self.files.ifc, validate=False)
+                current = self.sandbox.inspect(folder, self.files.ifc, validate=False, kind=self.files.kind)
         diff = semantic_diff.diff_snapshots(current, uploaded)
         return {"base": "current", "target": "upload", **diff, "labels": semantic_diff.labels(current, uploaded)}

@@ -2,7 +2,10 @@
 
 import sys
 
+import ezdxf  # noqa: F401
 import ifcopenshell  # noqa: F401
+
+import dxf_lib  # noqa: F401
 import script_lib  # noqa: F401
 
 from outputs import send

@@ -20,24 +20,20 @@ byte-identical apart from the header timestamp.
 
 from __future__ import annotations
 
-import json
-import linecache
-import os
-import sys
 import uuid
-from collections import defaultdict
 
 import ifcopenshell
 import ifcopenshell.guid
+
+try:
+    import callsites
+except ImportError:  # imported on the host as edit_service.sandbox.script_lib (for guid_for)
+    from edit_service.sandbox import callsites
 
 DESIGN_PSET = "ScriptLib_Design"
 NAMESPACE = uuid.UUID("5a1e7c3e-2b9f-4d0a-9c1e-6f3b8d2a7e41")
 GEOMETRY_ARGUMENTS = ("x", "y", "z", "width", "depth", "height")
 
-# designKey -> call site, recorded while the script runs (written out as the script map by the runner)
-call_sites: dict[str, dict] = {}
-_call_site_keys: dict[tuple[int, int], list[str]] = defaultdict(list)
-_script_path: str | None = None
 
 
 def guid_for(key: str) -> str:
@@ -126,9 +122,9 @@ def create_entity(
     kind follows the name: ...Area, ...Volume, ...Weight, ...Count, else a length) and containment in `storey`."""
     if not isinstance(key, str) or not key:
         raise ScriptError("create_entity needs a non-empty string key")
-    if key in call_sites:
+    if callsites.seen(key):
         raise ScriptError(f"design key {key!r} is used twice")
-    _record_call_site(key)
+    callsites.record(key)
     relative_to = storey or _single(model, "IfcBuilding")
     element = model.create_entity(
         ifc_class, GlobalId=guid_for(key), ObjectPlacement=_placement(model, x, y, z, relative_to=relative_to), **attributes
@@ -257,41 +253,3 @@ def _box(model, width: float, depth: float, height: float):
         Items=[solid],
     )
     return model.create_entity("IfcProductDefinitionShape", Representations=[shape])
-
-
-# --- script map recording --------------------------------------------------------------------------------------
-
-
-def set_script_path(path: str) -> None:
-    global _script_path
-    _script_path = os.path.abspath(path)
-
-
-def _record_call_site(key: str) -> None:
-    """Line, column and source snippet of the create_entity call in the build script."""
-    frame = sys._getframe(2)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename) != _script_path:
-        frame = frame.f_back
-    if frame is None:
-        return
-    line, col = frame.f_lineno, 0
-    positions = list(frame.f_code.co_positions())
-    index = frame.f_lasti // 2
-    if 0 <= index < len(positions) and positions[index][0] is not None:
-        line, col = positions[index][0], positions[index][2] or 0
-    snippet = linecache.getline(frame.f_code.co_filename, line).strip()
-    call_sites[key] = {"line": line, "col": col, "snippet": snippet}
-    _call_site_keys[(line, col)].append(key)
-
-
-def recorded_map() -> dict[str, dict]:
-    """designKey -> {line, col, snippet, repeated}: repeated when one call site made several elements."""
-    return {
-        key: {**site, "repeated": len(_call_site_keys[(site["line"], site["col"])]) > 1}
-        for key, site in call_sites.items()
-    }
-
-
-def dump_map(path: str) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(recorded_map(), handle)

@@ -28,7 +28,8 @@ def build(params, out_path):
     os.symlink("/proc/self/cwd/server_config.json", out_path)
 '''
 
-FORGED_MAP = '''import script_lib as sl
+FORGED_MAP = '''import callsites
+import script_lib as sl
 
 PARAMS = {}
 
@@ -37,7 +38,7 @@ def build(params, out_path):
     model = sl.new_model("forged")
     sl.create_entity(model, "IfcWall", "wall-a", Name="A")
     sl.create_entity(model, "IfcWall", "wall-b", Name="B")
-    sl.call_sites["wall-b"] = dict(sl.call_sites["wall-a"])  # points wall-b at wall-a's call
+    callsites._sites["wall-b"] = dict(callsites._sites["wall-a"])  # points wall-b at wall-a's call
     sl.save(model, out_path)
 '''
 
