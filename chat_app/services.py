@@ -28,11 +28,16 @@ from chat_app.models import (
 )
 from models_app.models import IfcModel
 from models_app.script_services import model_create_from_script
+from models_app.storage import latest_saved_product
 from models_app.services import model_delete, model_get
 from viewer_gateway.envelope import InvalidInput, NotFound
+from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
 
 DEFAULT_PROJECT_TITLE = "AI 项目"
-SKELETON_SCRIPT = Path(__file__).resolve().parent / "skeletons" / "ifc_project.py"
+SKELETONS = Path(__file__).resolve().parent / "skeletons"
+SKELETON_SCRIPT = SKELETONS / "ifc_project.py"
+DRAWING_SKELETON = SKELETONS / "cad_drawing.py"
+IFC_FROM_DRAWING_SKELETON = SKELETONS / "ifc_from_drawing.py"
 SESSION_ID_RE = re.compile(rf"^{SESSION_ID_PATTERN}$")
 INTERRUPT_ID_RE = re.compile(rf"^{INTERRUPT_ID_PATTERN}$")
 ABORT_WAIT_SECONDS = 2.0
@@ -41,8 +46,18 @@ ABORT_WAIT_SECONDS = 2.0
 # --- projects ----------------------------------------------------------------------------------------------------
 
 
+def _skeleton(path: Path, replacements: dict[str, str]) -> str:
+    """A skeleton build script with some PARAMS literals replaced (the skeletons are ours, so their text is known)."""
+    script = path.read_text(encoding="utf-8")
+    for old, new in replacements.items():
+        if old not in script:
+            raise RuntimeError(f"skeleton {path.name} has no {old!r}")
+        script = script.replace(old, new, 1)
+    return script
+
+
 def skeleton_script(title: str) -> str:
-    return SKELETON_SCRIPT.read_text(encoding="utf-8").replace('"name": "New project"', f'"name": {json.dumps(title, ensure_ascii=False)}', 1)
+    return _skeleton(SKELETON_SCRIPT, {'"name": "New project"': f'"name": {json.dumps(title, ensure_ascii=False)}'})
 
 
 def project_create(*, title: str, kind: str) -> Project:
@@ -61,6 +76,40 @@ def project_create(*, title: str, kind: str) -> Project:
 
 def project_add_model(project: Project, model: IfcModel) -> None:
     ProjectModel.objects.create(project=project, model=model)
+
+
+def model_init(*, session_id: str, title: str = "", script: str | None = None, author: str = AGENT_AUTHOR,
+               provenance: str = Provenance.AI.value) -> tuple[IfcModel, dict]:
+    """Creates the model of a cad or cad->ifc project (the agent's init_model): built from `script` or a skeleton,
+    run in the sandbox, saved as v1, added to the project and bound to the session. A cad project gets its drawing;
+    a cad->ifc project first its drawing, then its IFC model, whose script reads the drawing's latest saved version
+    (pinned in PARAMS "source"). Edit-service failures are 50200 and leave nothing behind."""
+    session = session_get(session_id)
+    project = session.project
+    if project is None or project.kind == Project.Kind.IFC:
+        raise InvalidInput("init_model is for cad and cad->ifc projects (an ifc project gets its model when it is created)")
+    drawing = project.ifc_models.filter(format=IfcModel.Format.DXF).order_by("project_link__id").first()
+    name = title or project.title
+    if drawing is None:
+        model_format, suffix = IfcModel.Format.DXF, ".dxf"
+        script = script or _skeleton(DRAWING_SKELETON, {'"name": "New drawing"': f'"name": {json.dumps(name, ensure_ascii=False)}'})
+    elif project.kind == Project.Kind.CAD_TO_IFC and not project.ifc_models.filter(format=IfcModel.Format.IFC).exists():
+        model_format, suffix = IfcModel.Format.IFC, ".ifc"
+        saved = latest_saved_product(drawing.id, ".dxf")
+        if saved is None:
+            raise InvalidInput(f"the drawing {drawing.id} has no saved version to build the IFC model from")
+        source = {"model": drawing.id, "version": saved.stem}
+        script = script or _skeleton(IFC_FROM_DRAWING_SKELETON, {
+            '"name": "New building"': f'"name": {json.dumps(name, ensure_ascii=False)}',
+            '"source": {"model": "m_0000000000000000", "version": "v1"}': f'"source": {json.dumps(source)}',
+        })
+    else:
+        raise InvalidInput(f"the project already has its model(s): {', '.join(project.ifc_models.values_list('id', flat=True))}")
+    model, saved_version = model_create_from_script(name=f"{name}{suffix}", script=script, note="init_model", author=author,
+                                                    provenance=provenance, format=model_format)
+    project_add_model(project, model)
+    session_bind_model(session.id, model)
+    return model, saved_version
 
 
 def project_delete(project_id: str) -> None:

@@ -40,6 +40,12 @@ class IfcModel(models.Model):
     progress_percent = models.PositiveSmallIntegerField(default=0)
     # file_signature() of the model.ifc the published outputs were made from; another value on disk means the edit
     # service replaced the IFC without the gateway knowing, and it is converted again.
+    class Format(models.TextChoices):
+        IFC = "ifc", "IFC model"
+        DXF = "dxf", "DXF drawing"
+
+    format = models.CharField(max_length=8, choices=Format.choices, default=Format.IFC,
+                              help_text="dxf: a drawing built by a dxf_lib script, previewed through render.json, never converted")
     converted_ifc = models.CharField(max_length=80, blank=True, default="")
 
     class Meta:

@@ -131,10 +131,10 @@ def script_cancel_runs(*, model_id: str) -> dict:
         return {"cancelled": 0}
 
 
-def model_create_from_script(*, name: str, script: str, note: str, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value) -> tuple[IfcModel, dict]:
+def model_create_from_script(*, name: str, script: str, note: str, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value, format: str = "ifc") -> tuple[IfcModel, dict]:
     """A new model built by a script: staged, run in the sandbox and saved as v1 by the edit service, then
     converted. Any failure of the edit service leaves nothing behind and is an upstream error (50200)."""
-    model = model_create_for_script(name=name)
+    model = model_create_for_script(name=name, format=format)
     try:
         edit_client.call("PUT", f"/models/{model.id}/script", json={"script": script, "note": note})
         saved = edit_client.call("POST", f"/models/{model.id}/script/save", json={"note": note, "author": author, "provenance": {"source": provenance}})

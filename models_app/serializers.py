@@ -15,7 +15,7 @@ class ModelSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = IfcModel
-        fields = ["id", "name", "size", "status", "createdAt", "error", "progress"]
+        fields = ["id", "name", "size", "status", "createdAt", "error", "progress", "format"]
         read_only_fields = fields
 
     @extend_schema_field(ProgressSerializer(allow_null=True))

@@ -21,15 +21,18 @@ from models_app.conversion.runner import run_pipeline
 from models_app.models import IfcModel
 from models_app.storage import (
     BOOTSTRAP_IFC_FILE,
+    DXF_FILE,
     IFC_FILE,
+    KIND_FILE,
     METADATA_FILE,
     MODEL_ID_RE,
     STATIC_OUTPUTS,
     file_signature,
-    latest_saved_ifc,
+    latest_saved_product,
     model_dir,
     model_file,
     publish_file,
+    publish_text,
 )
 from viewer_gateway.envelope import Conflict, InvalidInput, NotFound, TooLarge
 
@@ -75,13 +78,16 @@ def model_download_file(model_id: str, *, current_product: bool = False) -> tupl
     over; for a model born from a script, its latest saved version), never an unsaved preview; or, when asked
     for, the current working product (model.ifc, possibly an unsaved run)."""
     model = model_get(model_id)
-    candidates = [model_file(model.id, IFC_FILE)] if current_product else [
-        model_file(model.id, BOOTSTRAP_IFC_FILE), latest_saved_ifc(model.id), model_file(model.id, IFC_FILE)
-    ]
+    if model.format == IfcModel.Format.DXF:
+        candidates = [model_file(model.id, DXF_FILE)] if current_product else [latest_saved_product(model.id, ".dxf"), model_file(model.id, DXF_FILE)]
+    else:
+        candidates = [model_file(model.id, IFC_FILE)] if current_product else [
+            model_file(model.id, BOOTSTRAP_IFC_FILE), latest_saved_product(model.id), model_file(model.id, IFC_FILE)
+        ]
     for path in candidates:
         if path is not None and path.is_file():
             return model, path
-    raise NotFound(f"model {model.id} has no IFC file")
+    raise NotFound(f"model {model.id} has no {model.format.upper()} file")
 
 
 # --- upload ----------------------------------------------------------------------------------------------------
@@ -126,12 +132,15 @@ def model_upload(*, uploaded_file) -> IfcModel:
     return model
 
 
-def model_create_for_script(*, name: str) -> IfcModel:
-    """A model whose IFC a build script will produce: its record and folder, no IFC yet (converting once the
-    script's first version is saved)."""
-    model = IfcModel(name=name)
+def model_create_for_script(*, name: str, format: str = "ifc") -> IfcModel:
+    """A model whose product a build script will produce: its record and folder, no product yet (an IFC model
+    converts once the script's first version is saved; a drawing is ready then). A drawing's folder carries the
+    kind marker the edit service dispatches on."""
+    model = IfcModel(name=name, format=format)
     model_dir(model.id).mkdir()
     try:
+        if format == IfcModel.Format.DXF:
+            publish_text(model_dir(model.id) / KIND_FILE, "dxf")
         model.save(force_insert=True)
     except BaseException:
         shutil.rmtree(model_dir(model.id), ignore_errors=True)
@@ -158,11 +167,17 @@ def _queue_conversion(model: IfcModel) -> None:
 
 
 def request_conversion(model_id: str) -> IfcModel:
+    """The model's product changed: an IFC model is converted again; a drawing needs no conversion (the edit
+    service published its render.json with it) and is ready."""
     with transaction.atomic():
         model = IfcModel.objects.select_for_update().filter(pk=model_id).first()
         if model is None:
             raise NotFound(f"model {model_id} not found")
-        _queue_conversion(model)
+        if model.format == IfcModel.Format.DXF:
+            model.status, model.error = IfcModel.Status.READY, ""
+            model.save(update_fields=["status", "error", "updated_at"])
+        else:
+            _queue_conversion(model)
     return model
 
 

@@ -15,6 +15,9 @@ MODEL_ID_RE = re.compile(rf"^{MODEL_ID_PATTERN}$")
 VERSION_META_RE = re.compile(r"^v([1-9]\d*)\.json$")
 
 IFC_FILE = "model.ifc"
+DXF_FILE = "model.dxf"
+RENDER_FILE = "render.json"  # a drawing's 2D preview, published by the edit service with model.dxf
+KIND_FILE = "model.kind"  # tells the edit service a model is a drawing (edit_service/engine/kinds.py)
 BOOTSTRAP_IFC_FILE = "bootstrap.ifc"  # the uploaded original, kept by the edit service when a script takes over
 # conversion outputs; element-values.json holds the IFC values of the override whitelist (issues_app), not served
 # Published in this order: a viewer loading both during a publish sees the new metadata before the new geometry.
@@ -31,13 +34,14 @@ def model_file(model_id: str, name: str) -> Path:
     return model_dir(model_id) / name
 
 
-def latest_saved_ifc(model_id: str) -> Path | None:
-    """The IFC of the model's latest saved big version (the edit service keeps only that one materialised)."""
+def latest_saved_product(model_id: str, suffix: str = ".ifc") -> Path | None:
+    """The product (IFC, or DXF for a drawing) of the model's latest saved big version (the edit service keeps only
+    that one materialised)."""
     versions = model_dir(model_id) / "script" / "versions"
     numbers = [int(m.group(1)) for p in versions.glob("v*.json") if (m := VERSION_META_RE.match(p.name))]
     if not numbers:
         return None
-    path = versions / f"v{max(numbers)}.ifc"
+    path = versions / f"v{max(numbers)}{suffix}"
     return path if path.is_file() else None
 
 
@@ -61,6 +65,12 @@ def publish_file(source: Path, target: Path) -> None:
         os.fsync(handle.fileno())
     os.replace(source, target)
     fsync_dir(target.parent)
+
+
+def publish_text(target: Path, text: str) -> None:
+    staged = temp_path_beside(target)
+    staged.write_text(text, encoding="utf-8")
+    publish_file(staged, target)
 
 
 def temp_path_beside(target: Path, suffix: str = ".tmp") -> Path:

@@ -22,4 +22,5 @@ api_urlpatterns = [
 static_urlpatterns = [
     path("models/<str:model_id>/model.xkt", views.ModelXktView.as_view(), name="model-xkt"),
     path("models/<str:model_id>/metadata.json", views.ModelMetadataView.as_view(), name="model-metadata"),
+    path("models/<str:model_id>/render.json", views.ModelRenderView.as_view(), name="model-render"),
 ]

@@ -6,7 +6,7 @@ from rest_framework.views import APIView
 
 from models_app import services
 from models_app.serializers import ModelSerializer, ModelUploadSerializer
-from models_app.storage import METADATA_FILE, XKT_FILE, model_file
+from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
 from viewer_gateway.envelope import InvalidInput, NotFound
 from viewer_gateway.static_files import serve_file
 from viewer_gateway.uploads import UploadLimit
@@ -62,7 +62,8 @@ class ModelDownloadView(APIView):
     def get(self, request, model_id):
         current_product = request.query_params.get("product") == "current"
         model, path = services.model_download_file(model_id, current_product=current_product)
-        return FileResponse(open(path, "rb"), as_attachment=True, filename=model.name, content_type="application/x-step")
+        content_type = "application/dxf" if path.suffix == ".dxf" else "application/x-step"
+        return FileResponse(open(path, "rb"), as_attachment=True, filename=model.name, content_type=content_type)
 
 
 def _static_output(request, model_id: str, name: str, content_type: str):
@@ -77,6 +78,15 @@ class ModelXktView(APIView):
     @extend_schema(responses={(200, "application/octet-stream"): bytes, 206: bytes}, summary="Geometry (Range supported, no envelope)")
     def get(self, request, model_id):
         return _static_output(request, model_id, XKT_FILE, "application/octet-stream")
+
+
+class ModelRenderView(APIView):
+    @extend_schema(responses={(200, "application/json"): dict}, summary="2D preview of a DXF drawing, render.json schemaVersion 2 (Range supported, no envelope, token required)")
+    def get(self, request, model_id):
+        model = services.model_get(model_id)
+        if model.format != model.Format.DXF:
+            raise NotFound(f"model {model.id} is an IFC model: render.json exists for DXF drawings only")
+        return _static_output(request, model_id, RENDER_FILE, "application/json")
 
 
 class ModelMetadataView(APIView):

@@ -12,7 +12,7 @@ from chat_app.agent.scripted import ScriptedModel
 from chat_app.agent.element_tools import ELEMENT_TOOLS
 from chat_app.agent.review_tools import REVIEW_TOOLS
 from chat_app.agent.script_tools import SCRIPT_TOOLS
-from chat_app.agent.session_tools import SESSION_INFO
+from chat_app.agent.session_tools import INIT_MODEL, SESSION_INFO
 from chat_app.agent.subagents import DELEGATE
 from chat_app.agent.tools import ASK_USER, Tool
 from chat_app.models import ChatSession, Message
@@ -33,12 +33,15 @@ def language_model():
 
 
 def main_tools() -> dict[str, Tool]:
-    return {tool.name: tool for tool in (SESSION_INFO, ASK_USER, DELEGATE, *SCRIPT_TOOLS, *ELEMENT_TOOLS, *REVIEW_TOOLS, *PLAN_TOOLS)}
+    return {tool.name: tool for tool in (SESSION_INFO, INIT_MODEL, ASK_USER, DELEGATE, *SCRIPT_TOOLS, *ELEMENT_TOOLS, *REVIEW_TOOLS, *PLAN_TOOLS)}
 
 
 def context_note(session: ChatSession) -> str:
     project = f"Project {session.project.title!r} (kind {session.project.kind}, id {session.project_id})." if session.project else "No project."
     model = f"The session's model is {session.model_id}." if session.model_id else "No model is bound to the session yet."
+    if session.project and session.project.kind != "ifc":
+        model += (" In this project models are created with init_model: the drawing is a dxf_lib build script (its keys are"
+                  " the element ids), and in a cad->ifc project a second init_model creates the IFC model from the drawing.")
     return f"{project} {model}"
 
 

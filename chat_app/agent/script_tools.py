@@ -9,6 +9,7 @@ import asyncio
 
 from chat_app.agent.tools import MODEL_ID, Tool, ToolError, ToolResult, bound_model_id, in_thread, json_output, object_schema
 from models_app import script_services
+from models_app.models import IfcModel
 from models_app.script_services import PROXY_ROUTES
 from viewer_gateway.envelope import ApiError
 from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
@@ -34,8 +35,13 @@ async def edit(ctx, model_id: str, route: str, method: str, *, query: dict | Non
         raise
 
 
-def _staged(ctx, model_id: str, source: str, run: dict) -> tuple[str, dict]:
-    return "viewer.staged", {"modelId": model_id, "kind": "ifc", "source": source, "semanticDiff": run.get("semanticDiff")}
+async def _viewer_kind(model_id: str) -> str:
+    """What the viewer shows of the model: ifc (XKT) or dxf (render.json)."""
+    return await in_thread(lambda: IfcModel.objects.filter(pk=model_id).values_list("format", flat=True).first() or "ifc")()
+
+
+async def _staged(ctx, model_id: str, source: str, run: dict) -> tuple[str, dict]:
+    return "viewer.staged", {"modelId": model_id, "kind": await _viewer_kind(model_id), "source": source, "semanticDiff": run.get("semanticDiff")}
 
 
 def _counts(diff: dict | None) -> str:
@@ -105,7 +111,7 @@ async def _run_script(ctx, arguments: dict) -> ToolResult:
         f"script lines +{diff['stats']['added']} -{diff['stats']['removed']}."
     )
     return ToolResult(output, title=f"ran the script: {_counts(run.get('semanticDiff'))}", metadata={"modelId": model_id, **run},
-                      frames=[_staged(ctx, model_id, "run_script", run)])
+                      frames=[await _staged(ctx, model_id, "run_script", run)])
 
 
 async def _save_version(ctx, arguments: dict) -> ToolResult:
@@ -113,7 +119,7 @@ async def _save_version(ctx, arguments: dict) -> ToolResult:
     saved = await edit(ctx, model_id, "script/save", "POST", body={"note": arguments.get("note", ""), **AGENT})
     summary = {k: saved.get(k) for k in ("version", "semanticDiff", "alignment", "warning") if saved.get(k) is not None}
     return ToolResult(json_output(summary), title=f"saved {saved['version']}", metadata={"modelId": model_id, **summary},
-                      frames=[("viewer.committed", {"modelId": model_id, "kind": "ifc", "version": saved["version"]})])
+                      frames=[("viewer.committed", {"modelId": model_id, "kind": await _viewer_kind(model_id), "version": saved["version"]})])
 
 
 async def _rollback(ctx, arguments: dict) -> ToolResult:
@@ -121,7 +127,7 @@ async def _rollback(ctx, arguments: dict) -> ToolResult:
     run = await edit(ctx, model_id, "script/rollback", "POST", body={"version": arguments["version"]})
     return ToolResult(f"{arguments['version']} restored into staging and built: {_counts(run.get('semanticDiff'))}. Save it to make it a new version.",
                       title=f"rolled back to {arguments['version']}", metadata={"modelId": model_id, **run},
-                      frames=[_staged(ctx, model_id, "rollback", run)])
+                      frames=[await _staged(ctx, model_id, "rollback", run)])
 
 
 async def _script_diff(ctx, arguments: dict) -> ToolResult:
@@ -160,7 +166,7 @@ async def _edit_call(ctx, arguments: dict) -> ToolResult:
     run = await edit(ctx, model_id, "edit-call", "POST", body=body)
     return ToolResult(f"{arguments['designKey']}.{arguments['argument']} = {arguments['value']!r} staged and built: {_counts(run.get('semanticDiff'))}.",
                       title=f"set {arguments['argument']} of {arguments['designKey']}", metadata={"modelId": model_id, **run},
-                      frames=[_staged(ctx, model_id, "edit_call", run)])
+                      frames=[await _staged(ctx, model_id, "edit_call", run)])
 
 
 async def _list_versions(ctx, arguments: dict) -> ToolResult:

@@ -50,10 +50,12 @@ def run_folder(files: ModelFiles):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def build_product(sandbox: Sandbox, script: str, folder: Path, kind: ModelKind = IFC) -> Product:
-    """Contract check, build in the sandbox, validation and snapshot in a second sandbox run; raises RunFailed."""
+def build_product(sandbox: Sandbox, script: str, folder: Path, kind: ModelKind = IFC, resolve_inputs=None) -> Product:
+    """Contract check, build in the sandbox, validation and snapshot in a second sandbox run; raises RunFailed.
+    resolve_inputs(params) names further input files of the run (see Editor.script_inputs)."""
     params = scripts.check_contract(script)
-    product, recorded, seconds = sandbox.build(script, params, folder, kind)
+    inputs = resolve_inputs(params) if resolve_inputs else None
+    product, recorded, seconds = sandbox.build(script, params, folder, kind, inputs)
     snapshot, extras = sandbox.inspect_with_outputs(folder, product, kind=kind)
     return Product(script, scripts.script_hash(script), product, snapshot, build_map(script, recorded), seconds, extras)
 

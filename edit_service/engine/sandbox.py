@@ -299,13 +299,14 @@ class Sandbox:
 
     # --- the two jobs ------------------------------------------------------------------------------------------
 
-    def build(self, script: str, params: dict, run_dir: Path, kind: ModelKind = IFC) -> tuple[Path, dict, float]:
-        """Runs build(params, out_path); returns (product path, recorded map, seconds) or raises RunFailed."""
+    def build(self, script: str, params: dict, run_dir: Path, kind: ModelKind = IFC, inputs: dict[str, Path] | None = None) -> tuple[Path, dict, float]:
+        """Runs build(params, out_path); returns (product path, recorded map, seconds) or raises RunFailed. `inputs`
+        are further files the script reads (read-only under /sandbox/in, e.g. the source drawing of a cad->ifc model)."""
         (run_dir / "script.py").write_text(script, encoding="utf-8")
         (run_dir / "params.json").write_text(json.dumps(params, allow_nan=False), encoding="utf-8")
         outcome = self.execute(
             run_dir, [f"{CODE_MOUNT}/run_build.py", f"{INPUT_MOUNT}/script.py", f"{INPUT_MOUNT}/params.json", kind.build_output],
-            inputs={"script.py": run_dir / "script.py", "params.json": run_dir / "params.json"}, outputs=(kind.build_output, "map.json"),
+            inputs={**(inputs or {}), "script.py": run_dir / "script.py", "params.json": run_dir / "params.json"}, outputs=(kind.build_output, "map.json"),
         )
         self._raise_for(outcome, "the build script")
         if kind.build_output not in outcome.outputs:

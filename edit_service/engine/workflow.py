@@ -20,7 +20,7 @@ from edit_service.engine.kinds import DXF, IFC, ModelKind
 from edit_service.engine.products import Product, build_product, counts_since, publish_product, run_folder
 from edit_service.engine.sandbox import Sandbox, cancel_runs
 from edit_service.engine.staging import Staging
-from edit_service.engine.store import ModelFiles, place_file, read_json, write_atomic, write_json_atomic
+from edit_service.engine.store import MODEL_ID_RE, VERSION_RE, ModelFiles, place_file, read_json, write_atomic, write_json_atomic
 from edit_service.engine.versions import Versions
 from edit_service.sandbox.script_lib import guid_for
 
@@ -46,6 +46,7 @@ def _run_result(product: Product, counts: dict | None) -> dict:
 
 class Editor:
     def __init__(self, data_dir: Path, sandbox: Sandbox, model_id: str, lock_timeout: float = 30):
+        self.data_dir = Path(data_dir)
         self.files = ModelFiles(data_dir, model_id, lock_timeout=lock_timeout)
         self.sandbox = sandbox
         self.versions = Versions(self.files)
@@ -192,8 +193,26 @@ class Editor:
         if cached is not None:
             return cached
         with run_folder(self.files) as folder:
-            product = build_product(self.sandbox, self.versions.script(version), folder, self.files.kind)
+            product = build_product(self.sandbox, self.versions.script(version), folder, self.files.kind, self.script_inputs)
             return self.versions.cache_ifc(version, product.ifc)
+
+    def script_inputs(self, params: dict) -> dict[str, Path]:
+        """A cad->ifc script reads a pinned version of a drawing: PARAMS "source": {"model": id, "version": "v<n>"}
+        binds that version's DXF (materialised, cached or rebuilt) as source.dxf; the script opens it with
+        script_lib.dxf_input("source"). Pinning keeps "same script and params, same IFC"."""
+        source = params.get("source")
+        if not isinstance(source, dict) or "model" not in source:
+            return {}
+        model_id, version = source.get("model"), source.get("version")
+        if not isinstance(model_id, str) or not MODEL_ID_RE.match(model_id) or not isinstance(version, str) or not VERSION_RE.match(version):
+            raise Invalid('PARAMS "source" must be {"model": "m_<16 hex>", "version": "v<n>"}')
+        drawing = Editor(self.data_dir, self.sandbox, model_id)
+        if not drawing.files.exists() or drawing.files.kind is not DXF:
+            raise Invalid(f"source model {model_id} is not a DXF drawing of this service")
+        try:
+            return {"source.dxf": drawing.version_ifc(version)}
+        except NotFound:
+            raise Invalid(f"source drawing {model_id} has no version {version}") from None
 
     def _staged_script(self) -> str:
         staging = self._staging()
@@ -204,7 +223,7 @@ class Editor:
     def _build_and_publish(self, script: str) -> tuple[Product, dict | None]:
         previous = products.current_snapshot(self.files)
         with run_folder(self.files) as folder:
-            product = build_product(self.sandbox, script, folder, self.files.kind)
+            product = build_product(self.sandbox, script, folder, self.files.kind, self.script_inputs)
             publish_product(self.files, product)
         return product, counts_since(previous, product.snapshot)
 
@@ -335,7 +354,7 @@ class Editor:
             new_script = rewrite_call_argument(script, site["line"], site["col"], argument, value)
             previous = products.current_snapshot(self.files)
             with run_folder(self.files) as folder:
-                product = build_product(self.sandbox, new_script, folder, self.files.kind)
+                product = build_product(self.sandbox, new_script, folder, self.files.kind, self.script_inputs)
                 if design_key not in product.script_map["map"]:
                     raise Invalid(f"after the rewrite the script no longer creates {design_key!r}")
                 staging_before = self.files.staging.read_bytes() if self.files.staging.exists() else None

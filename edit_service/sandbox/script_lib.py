@@ -20,6 +20,8 @@ byte-identical apart from the header timestamp.
 
 from __future__ import annotations
 
+import math
+import os
 import uuid
 
 import ifcopenshell
@@ -110,6 +112,7 @@ def create_entity(
     x: float = 0.0,
     y: float = 0.0,
     z: float = 0.0,
+    rotation: float = 0.0,
     width: float | None = None,
     depth: float | None = None,
     height: float | None = None,
@@ -118,7 +121,7 @@ def create_entity(
     **attributes,
 ):
     """An element with GlobalId from `key`, designKey in DESIGN_PSET, optional box geometry (width x depth x height
-    at x, y, z relative to the storey), property sets, quantity sets ({"Qto_...": {"Length": 3.0}}; the quantity
+    at x, y, z relative to the storey, turned `rotation` degrees about Z), property sets, quantity sets ({"Qto_...": {"Length": 3.0}}; the quantity
     kind follows the name: ...Area, ...Volume, ...Weight, ...Count, else a length) and containment in `storey`."""
     if not isinstance(key, str) or not key:
         raise ScriptError("create_entity needs a non-empty string key")
@@ -127,7 +130,7 @@ def create_entity(
     callsites.record(key)
     relative_to = storey or _single(model, "IfcBuilding")
     element = model.create_entity(
-        ifc_class, GlobalId=guid_for(key), ObjectPlacement=_placement(model, x, y, z, relative_to=relative_to), **attributes
+        ifc_class, GlobalId=guid_for(key), ObjectPlacement=_placement(model, x, y, z, relative_to=relative_to, rotation=rotation), **attributes
     )
     if None not in (width, depth, height):
         element.Representation = _box(model, float(width), float(depth), float(height))
@@ -226,15 +229,23 @@ def _add_quantities(model, element, name: str, values: dict) -> None:
     )
 
 
-def _axis(model, x: float, y: float, z: float):
-    return model.create_entity("IfcAxis2Placement3D", Location=model.create_entity("IfcCartesianPoint", (x, y, z)))
+def _axis(model, x: float, y: float, z: float, rotation: float = 0.0):
+    """A placement at (x, y, z), turned `rotation` degrees about Z (RefDirection; no attribute when 0)."""
+    location = model.create_entity("IfcCartesianPoint", (x, y, z))
+    if not rotation:
+        return model.create_entity("IfcAxis2Placement3D", Location=location)
+    radians = math.radians(rotation)
+    return model.create_entity(
+        "IfcAxis2Placement3D", Location=location, Axis=model.create_entity("IfcDirection", (0.0, 0.0, 1.0)),
+        RefDirection=model.create_entity("IfcDirection", (round(math.cos(radians), 12), round(math.sin(radians), 12), 0.0)),
+    )
 
 
-def _placement(model, x: float = 0.0, y: float = 0.0, z: float = 0.0, relative_to=None):
+def _placement(model, x: float = 0.0, y: float = 0.0, z: float = 0.0, relative_to=None, rotation: float = 0.0):
     return model.create_entity(
         "IfcLocalPlacement",
         PlacementRelTo=relative_to.ObjectPlacement if relative_to is not None else None,
-        RelativePlacement=_axis(model, float(x), float(y), float(z)),
+        RelativePlacement=_axis(model, float(x), float(y), float(z), float(rotation)),
     )
 
 
@@ -253,3 +264,19 @@ def _box(model, width: float, depth: float, height: float):
         Items=[solid],
     )
     return model.create_entity("IfcProductDefinitionShape", Representations=[shape])
+
+
+# --- inputs ----------------------------------------------------------------------------------------------------
+
+INPUT_DIR = "/sandbox/in"
+
+
+def dxf_input(name: str = "source"):
+    """The drawing a cad->ifc script reads: the DXF version pinned in PARAMS[name] = {"model", "version"}, bound
+    read-only by the edit service as <name>.dxf. Returns an ezdxf document."""
+    import ezdxf
+
+    try:
+        return ezdxf.readfile(os.path.join(INPUT_DIR, f"{name}.dxf"))
+    except FileNotFoundError:
+        raise ScriptError(f'no input drawing {name!r}: PARAMS[{name!r}] must be {{"model": "m_...", "version": "v<n>"}}') from None
