@@ -48,14 +48,18 @@ export class Api {
     return body.data;
   }
 
-  // a file answer (no envelope); an error answer still comes in the envelope
-  async blob(path) {
-    const response = await this.fetch(`/api/v1${path}`);
+  // a file answer (no envelope) at a full path; an error answer still comes in the envelope
+  async file(path) {
+    const response = await this.fetch(path);
     if (!response.ok) {
       const body = await response.json().catch(() => ({ code: 50000, message: `HTTP ${response.status}` }));
       throw new ApiError(body.code, body.message, body.data, response.status);
     }
-    return response.blob();
+    return response;
+  }
+
+  async blob(path) {
+    return (await this.file(`/api/v1${path}`)).blob();
   }
 
   get(path) { return this.call("GET", path); }

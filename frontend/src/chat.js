@@ -91,15 +91,24 @@ export class ChatPanel {
   }
 
   async open(model) {
+    const sessions = (await guarded(() => this.app.api.get("/chat/sessions"), "Loading chat sessions failed")) || [];
+    const session = sessions.find((s) => s.modelId === model.id) ||
+      (await guarded(() => this.app.api.post("/chat/sessions", { title: model.name, modelId: model.id }), "Opening the chat failed"));
+    await this.attach(session);
+  }
+
+  async openProject(projectId) {
+    await this.attach(await guarded(() => this.app.api.post("/chat/sessions", { projectId }), "Opening the chat failed"));
+  }
+
+  async attach(session) {
     if (this.stream) this.stream.close();
     this.messages.clear();
     this.messageList = null;
     this.questions.clear();
     this.subagents.clear();
     this.error = null;
-    const sessions = (await guarded(() => this.app.api.get("/chat/sessions"), "Loading chat sessions failed")) || [];
-    this.session = sessions.find((s) => s.modelId === model.id) ||
-      (await guarded(() => this.app.api.post("/chat/sessions", { title: model.name, modelId: model.id }), "Opening the chat failed"));
+    this.session = session;
     if (!this.session) return;
     this.stream = new EventStream(this.app, this.session.chatSessionId, (event, data) => this.frame(event, data), (state) => this.app.setStreamState(state)).start();
     const messages = (await guarded(() => this.app.api.get(`/chat/sessions/${this.session.chatSessionId}/messages`), "Loading messages failed")) || [];
@@ -157,7 +166,8 @@ export class ChatPanel {
         toast(`Saved ${data.version}`);
         break;
       case "model.created":
-        this.app.models.refresh();
+        toast(`${data.title} created`);
+        this.app.models.refresh().then(() => { if (!this.app.model) this.app.openModel(data.modelId); });
         break;
       case "viewer.notify_failed":
         toast(`The viewer could not be notified: ${data.error || ""}`, "error");

@@ -7,6 +7,7 @@ import { ModelList } from "./models.js";
 import { PropertiesPanel } from "./properties.js";
 import { ScriptPanel } from "./script.js";
 import { errorText, guarded, toast } from "./ui.js";
+import { DrawingView } from "./view2d.js";
 import { ModelView } from "./viewer3d.js";
 
 function askToken() {
@@ -25,7 +26,8 @@ class App {
     this.picked = null;
     this.stageState = document.getElementById("stage-state");
     this.badge = document.getElementById("staged-badge");
-    this.view = new ModelView("view3d", "navcube", (meta) => this.setPicked(meta));
+    this.view3d = new ModelView("view3d", "navcube", (meta) => this.setPicked(meta));
+    this.drawing = new DrawingView(this.api, "stage", (meta) => this.setPicked(meta));
     this.models = new ModelList(this);
     this.properties = new PropertiesPanel(this);
     this.issues = new IssuesPanel(this);
@@ -35,6 +37,11 @@ class App {
     this.badge.addEventListener("click", () => this.reloadWhenReady());
     for (const tab of document.querySelectorAll("[data-tab]")) tab.addEventListener("click", () => this.showTab(tab.dataset.tab));
     this.models.refresh();
+  }
+
+  // the view of the open model: the 2D drawing of a DXF model, else the 3D view
+  get view() {
+    return this.model && this.model.format === "dxf" ? this.drawing : this.view3d;
   }
 
   showTab(name) {
@@ -83,9 +90,19 @@ class App {
     await Promise.all([this.issues.load(), this.script.load(), this.diff.load(), this.chat.open(model)]);
   }
 
+  async openProject(project) {
+    this.closeModel();
+    this.models.render();
+    document.getElementById("model-title").textContent = project.title;
+    this.setState("The agent creates this project's drawing: ask it in the chat");
+    this.showTab("chat");
+    await this.chat.openProject(project.projectId);
+  }
+
   closeModel() {
     this.model = null;
-    this.view.unload();
+    this.view3d.unload();
+    this.drawing.unload();
     document.getElementById("model-title").textContent = "";
     this.setState("Select a model");
   }
@@ -93,6 +110,9 @@ class App {
   async loadGeometry(model) {
     this.setState("Loading…", "loading");
     this.badge.hidden = true;
+    const drawing = model.format === "dxf";
+    this.drawing.show(drawing);
+    for (const id of ["view3d", "navcube"]) document.getElementById(id).hidden = drawing;
     try {
       await this.view.load(model.id, `${model.size}-${Date.now()}`);
       this.setState("");

@@ -10,7 +10,11 @@ export class ModelList {
     this.timer = null;
     this.list = document.getElementById("model-list");
     document.getElementById("upload").addEventListener("change", (event) => this.upload(event.target));
-    document.getElementById("new-project").addEventListener("click", () => this.newProject());
+    document.getElementById("new-project").addEventListener("click", () => this.newProject("ifc"));
+    for (const id of ["new-cad-project", "new-cad-ifc-project"]) {
+      const button = document.getElementById(id);
+      button.addEventListener("click", () => { button.closest("details").open = false; this.newProject(button.dataset.kind); });
+    }
   }
 
   async refresh() {
@@ -65,11 +69,18 @@ export class ModelList {
     this.refresh();
   }
 
-  async newProject() {
+  async newProject(kind) {
     const title = window.prompt("Project title", "AI 项目");
     if (title === null) return;
-    const project = await guarded(() => this.app.api.post("/chat/projects", { title, kind: "ifc" }), "Creating the project failed");
-    if (project) toast(`Project ${project.title} created; its model is converting`);
-    this.refresh();
+    const project = await guarded(() => this.app.api.post("/chat/projects", { title, kind }), "Creating the project failed");
+    if (!project) return;
+    if (kind === "ifc") {
+      toast(`Project ${project.title} created; its model is converting`);
+      this.refresh();
+    } else {
+      // a cad project starts blank: its chat is where the agent creates the drawing (init_model)
+      toast(`Project ${project.title} created: ask the agent in the chat to draw it`);
+      await this.app.openProject(project);
+    }
   }
 }

@@ -15,7 +15,8 @@ export class ScriptPanel {
     const state = await guarded(() => this.api("GET", "script"), "Loading the script failed");
     if (!state) return;
     const params = state.script ? await guarded(() => this.api("GET", "script/params"), "Reading PARAMS failed") : null;
-    const diff = state.source === "staging" ? await guarded(() => this.api("GET", "script/staging/diff?from=0"), "Staging diff failed") : null;
+    // the staging may be saved or discarded between the two reads (the agent works meanwhile): then there is no diff
+    const diff = state.source === "staging" ? await this.api("GET", "script/staging/diff?from=0").catch(() => null) : null;
     this.render(state, params, diff);
   }
 

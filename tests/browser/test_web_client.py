@@ -165,3 +165,42 @@ def test_a_token_is_asked_for_and_a_failed_conversion_can_be_retried(page, tmp_p
         item.locator("[data-testid=model-status]", has_text="failed").wait_for(timeout=120_000)
     finally:
         guarded.stop()
+
+
+def test_a_cad_project_is_drawn_by_the_agent_and_shown_in_2d(page, tmp_path):
+    """New CAD project -> its chat -> the agent (fake OpenAI server) runs init_model -> the drawing opens as SVG from
+    render.json; an element is picked by its key; a PARAMS change through the agent redraws it."""
+    from tests.fake_openai import FakeOpenAI, Reply
+
+    fake = FakeOpenAI()
+    stack = Stack(tmp_path, workers=1, config={"llmAPIKey": "k", "llmBaseURL": fake.url, "llmModel": "fake"}).start()
+    try:
+        page.goto(stack.url + "/")
+        page.on("dialog", lambda dialog: dialog.accept("Flat"))
+        page.click("[data-testid=more-actions]")
+        page.click("[data-testid=new-cad-project]")
+        page.locator("[data-testid=chat-input]").wait_for()
+        fake.script(Reply().tool("init_model", {"title": "Flat"}), Reply().text("The drawing is ready."))
+        page.fill("[data-testid=chat-input]", "Draw a flat")
+        page.click("[data-testid=send]")
+        drawing = page.locator("[data-testid=drawing]")
+        drawing.locator("[data-key=wall-south]").wait_for(state="attached", timeout=60_000)  # a horizontal line has no height: never "visible"
+        assert drawing.is_visible()
+        assert drawing.locator("line[data-key^=wall-]").count() == 4 and drawing.locator("text[data-key=label-room]").text_content() == "Flat"
+        assert page.locator("[data-testid=canvas]").is_hidden()
+        page.shot("drawing")
+        drawing.locator("[data-key=wall-north]").click(force=True)
+        assert page.locator("[data-testid=picked-name]").inner_text() == "wall-north"
+        page.shot("picked")
+
+        model_id = page.locator("[data-testid=model-item]").get_attribute("data-model-id")
+        params = stack.api("GET", f"/api/v1/models/{model_id}/script/params").json()["data"]
+        fake.script(Reply().tool("set_params", {"params": {**params, "length": 12.0}}), Reply().tool("run_script", {}),
+                    Reply().tool("save_version", {"note": "longer"}), Reply().text("Longer now."))
+        page.fill("[data-testid=chat-input]", "Make it 12 m long")
+        page.click("[data-testid=send]")
+        page.wait_for_function("document.querySelector('[data-key=wall-south]') && document.querySelector('[data-key=wall-south]').getAttribute('x2') === '12'", timeout=60_000)
+        page.shot("redrawn")
+    finally:
+        stack.stop()
+        fake.close()
