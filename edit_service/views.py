@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 from edit_service import serializers as s
 from edit_service.engine import history
 from edit_service.engine.errors import Invalid
+from edit_service.engine.kinds import IFC
 from edit_service.engine.sandbox import Sandbox
 from edit_service.engine.store import ModelFiles
 from edit_service.engine.workflow import Editor
@@ -183,13 +184,13 @@ class SemanticDiffView(APIView):
 class UploadDiffView(APIView):
     parser_classes = [MultiPartParser]
 
-    @extend_schema(request={"multipart/form-data": s.UploadSerializer}, responses={200: JSON}, summary="Diff an uploaded IFC against current (nothing stored)")
+    @extend_schema(request={"multipart/form-data": s.UploadSerializer}, responses={200: JSON}, summary="Diff an uploaded IFC (or, for a drawing, DXF) against current (nothing stored)")
     def post(self, request, model_id):
         model_editor = editor(model_id)
         model_editor.files.require()
         upload = validated(s.UploadSerializer, request.data)["file"]  # streamed to disk, size-limited (uploads.py)
         upload.seek(0)
-        if not upload.read(64).lstrip().startswith(b"ISO-10303-21;"):
+        if model_editor.files.kind is IFC and not upload.read(64).lstrip().startswith(b"ISO-10303-21;"):
             raise Invalid("the file is not an IFC (ISO-10303-21) file")
         return Response(model_editor.upload_diff(Path(upload.temporary_file_path())))
 

@@ -321,3 +321,28 @@ def test_locate_and_edit_call_over_http(service, model):
     assert traced.status_code == 422 and "traced" in traced.json()["detail"]
     missing = service.call("POST", f"{model}/script/edit-call", json={"designKey": "door-entrance", "argument": "Name"})
     assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["body", "value"]
+
+
+def test_a_drawing_over_http_upload_diff_and_dxf_user_edits(service, model, tmp_path):
+    """A drawing (model.kind dxf) through the API: run, diff of a DXF edited in another CAD tool, its edits recorded
+    as user edits with origin dxf-upload."""
+    import ezdxf
+
+    (service.data_dir / model.lstrip("/") / "model.kind").write_text("dxf")
+    assert service.call("PUT", f"{model}/script", json={"script": example("floor_plan")}).status_code == 200
+    assert service.call("POST", f"{model}/script/run").json()["ok"]
+    edited = ezdxf.readfile(service.data_dir / model.lstrip("/") / "model.dxf")
+    for entity in edited.modelspace().query("TEXT"):
+        if entity.get_xdata("SCRIPTLIB")[0].value == "label-living":
+            entity.dxf.text = "Lounge"
+    path = tmp_path / "edited.dxf"
+    edited.saveas(path)
+    with open(path, "rb") as handle:
+        diff = service.call("POST", f"{model}/diff/upload", files={"file": ("edited.dxf", handle)}).json()
+    (changed,) = diff["changed"]
+    assert changed["guid"] == "label-living" and {"field": "text", "old": "Living", "new": "Lounge"} in changed["changes"]
+    events = [{"guid": changed["guid"], "kind": "modified", "changes": [{"field": c["field"], "oldValue": c["old"], "newValue": c["new"]} for c in changed["changes"]]}]
+    assert service.call("POST", f"{model}/user-edits", json={"origin": "dxf-upload", "events": events}).json()["appended"] == 1
+    entry = service.call("GET", f"{model}/history").json()[-1]
+    assert (entry["origin"], entry["guid"], entry["modifiedBy"]) == ("dxf-upload", "label-living", "USER")
+    assert service.call("POST", f"{model}/diff/upload", files={"file": ("junk.dxf", b"not a drawing")}).status_code == 422
