@@ -23,7 +23,7 @@ import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
@@ -38,6 +38,7 @@ INPUT_MOUNT = "/sandbox/in"
 CODE_MOUNT = "/sandbox/lib"
 STDERR_TAIL_BYTES = 2048
 SANDBOX_UID = 65534
+PROBE_CPU_SECONDS = 20
 OUTPUT_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 PROBE_RETRY_SECONDS = 30
 MEGABYTE = 1024 * 1024
@@ -288,7 +289,9 @@ class Sandbox:
         probe_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"sandbox-probe-{uuid.uuid4().hex[:8]}"
         probe_dir.mkdir()
         try:
-            outcome = self._execute(probe_dir, [f"{CODE_MOUNT}/probe.py"], {}, ("probe",))
+            # the probe imports every library a run may use: a CPU limit set very low for runs must not fail it
+            probing = self if self.limits.cpu_seconds >= PROBE_CPU_SECONDS else Sandbox(replace(self.limits, cpu_seconds=PROBE_CPU_SECONDS))
+            outcome = probing._execute(probe_dir, [f"{CODE_MOUNT}/probe.py"], {}, ("probe",))
             if outcome.returncode != 0 or outcome.outputs.get("probe") is None or outcome.outputs["probe"].read_text() != "ok":
                 return outcome.stderr_tail[-500:].strip() or outcome.output_error or f"exit code {outcome.returncode}"
         except (OSError, SandboxUnavailable) as exc:
