@@ -160,9 +160,13 @@ def snapshot(doc) -> dict:
         fields = geometry(entity)
         if fields is None and is_polyline(entity) and entity.dxftype() == "LWPOLYLINE":
             fields = {"points": [[number(x), number(y), number(b)] for x, y, _s, _e, b in entity.get_points()], "closed": bool(entity.closed)}
+        elif fields is None and entity.dxftype() == "POLYLINE" and is_polyline(entity):
+            fields = {"points": [xy(point) for point in entity.points()], "closed": bool(entity.is_closed)}
         elif fields is None and entity.dxftype() == "INSERT":
             fields = {"block": entity.dxf.name, "position": xy(entity.dxf.insert), "rotation": angle(entity.dxf.rotation),
                       "scale": [number(entity.dxf.xscale), number(entity.dxf.yscale)]}
+        elif fields is None:  # outside the whitelist: its outline, so a change still shows in a diff
+            fields = {"outline": unsupported(entity, entity.dxf.handle)["coords"]}
         for name, value in (fields or {}).items():
             attributes[name] = json.dumps(value) if isinstance(value, list) else value
         for name, value in props.items():

@@ -168,6 +168,9 @@ def test_render_json_of_a_foreign_drawing(tmp_path, sandbox):
     assert len(unsupported["SPLINE"]["coords"]) > 4 and len(unsupported["ELLIPSE"]["coords"]) > 4
     assert render["bounds"]["max"][0] >= 32.0 - 1e-9 and render["bounds"]["max"][1] >= 12.0 - 1e-9
     assert len(snapshot) == 7 and all(key.startswith("dxf-handle:") for key in snapshot)
+    by_class = {element["class"]: element["attributes"] for element in snapshot.values()}
+    assert json.loads(by_class["POLYLINE"]["points"]) == [[10.0, 0.0], [12.0, 0.0], [12.0, 2.0]]
+    assert len(json.loads(by_class["SPLINE"]["outline"])) > 4  # outside the whitelist, still diffable
 
 
 def test_render_json_bounds_are_null_for_an_empty_drawing(drawing):
