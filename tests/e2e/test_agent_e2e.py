@@ -65,6 +65,10 @@ def project(agent_stack, fake):
     sse.close()
 
 
+def bwrap_running() -> bool:
+    return any(p.info["name"] == "bwrap" for p in psutil.process_iter(["name"]))  # info: no race with exiting processes
+
+
 def say(stack, cid, text):
     ok(stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": text}))
 
@@ -170,9 +174,9 @@ def test_abort_during_a_long_sandbox_run_ends_it_within_a_second(agent_stack, fa
     aborted = next(p for p in tool_parts(sse, "error") if p["tool"] == "run_script")
     assert aborted["state"]["error"] == "Tool execution aborted" and aborted["state"]["metadata"]["interrupted"] is True
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(p.name() == "bwrap" for p in psutil.process_iter()):
+    while time.monotonic() < deadline and bwrap_running():
         time.sleep(0.1)
-    assert not any(p.name() == "bwrap" for p in psutil.process_iter())
+    assert not bwrap_running()
     assert agent_stack.api("GET", f"/api/v1/models/{model_id}/download?product=current").content == before  # nothing published
     assert ok(agent_stack.api("GET", f"/api/v1/models/{model_id}/script")) == staged_script  # staging untouched
 

@@ -178,7 +178,7 @@ def test_cancel_kills_a_running_build_and_publishes_nothing(editor, data_dir):
     assert "cancelled" in failures[0].value.detail
     assert (data_dir / "models" / MODEL_ID / "model.ifc").read_bytes() == before
     assert editor.script_state() == staged
-    gone, alive = psutil.wait_procs([p for p in psutil.process_iter() if p.name() == "bwrap"], timeout=5)
+    gone, alive = psutil.wait_procs([p for p in psutil.process_iter(["name"]) if p.info["name"] == "bwrap"], timeout=5)
     assert alive == []
     assert editor.cancel_runs() == {"cancelled": 0}
 
