@@ -25,8 +25,9 @@ $(PIP_STAMP): requirements.txt requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c requirements.lock
 	@touch $@
 
-$(NPM_STAMP): converter/package.json converter/package-lock.json
-	cd converter && npm ci --no-audit --no-fund --loglevel=error
+# the converter: convert.js with xeokit-convert bundled by esbuild into converter/dist/convert.mjs
+$(NPM_STAMP): converter/package.json converter/package-lock.json converter/convert.js converter/build.mjs
+	cd converter && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 	@touch $@
 
 # the web client: xeokit-sdk bundled by esbuild into frontend/dist (served by the gateway under /static/viewer/)
@@ -59,4 +60,4 @@ bench: setup
 	$(PY) bench/chat_stream.py
 
 clean:
-	rm -rf $(VENV) converter/node_modules frontend/node_modules frontend/dist
+	rm -rf $(VENV) converter/node_modules converter/dist frontend/node_modules frontend/dist

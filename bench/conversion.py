@@ -22,7 +22,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT.parent / "shared" / "ifc-samples"
-CONVERTER = ROOT / "converter" / "convert.js"
+CONVERTER = ROOT / "converter" / "dist" / "convert.mjs"
 CONVERT2XKT = ROOT / "converter" / "node_modules" / "@xeokit" / "xeokit-convert" / "convert2xkt.js"
 
 

@@ -3,6 +3,7 @@
 // or, as the fallback for schemas ifcopenshell cannot open, converts the IFC directly with its web-ifc parser.
 // Usage: node convert.js --source in.glb --metadata metadata.json --output model.xkt
 //        node convert.js --source in.ifc --output model.xkt [--metadata-out metadata.json]
+// The worker runs dist/convert.mjs, this file bundled with its dependencies by build.mjs (make setup).
 import fs from "node:fs";
 import { parseArgs } from "node:util";
 import { convert2xkt } from "@xeokit/xeokit-convert/src/convert2xkt.js";
@@ -14,25 +15,16 @@ const options = {
     output: { type: "string" },
     "metadata-out": { type: "string" },
     empty: { type: "boolean" },
-    stdin: { type: "boolean" },
     "parent-pid": { type: "string" },
 };
-let { values: args } = parseArgs({ options });
+const { values: args } = parseArgs({ options });
 // The worker that started this process may die (killed, crashed): end with it instead of converting for nobody. Its
 // pid comes as an argument because the modules above load for a while, long enough for the parent to be gone.
+// The check runs between the converter's asynchronous steps.
 const parentPid = Number(args["parent-pid"] || process.ppid);
 const endWithoutParent = () => { if (process.ppid !== parentPid) process.exit(1); };
 endWithoutParent();
 setInterval(endWithoutParent, 1000).unref();
-if (args.stdin) {
-  // Started ahead of time with its modules loaded; the arguments arrive as one JSON array on stdin.
-  const chunks = [];
-  for await (const chunk of process.stdin) chunks.push(chunk);
-  const text = Buffer.concat(chunks).toString("utf-8").trim();
-  if (!text) process.exit(0);
-  ({ values: args } = parseArgs({ options, args: JSON.parse(text) }));
-}
-
 if (args.empty && args.output) {
   // A model without any geometry still gets a (geometry-less) XKT carrying its metadata.
   const xktModel = new XKTModel();

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_CONFIG_PATH = "./server_config.json"
-SHIPPED_CONVERTER = Path(__file__).resolve().parent.parent / "converter" / "convert.js"
+SHIPPED_CONVERTER = Path(__file__).resolve().parent.parent / "converter" / "dist" / "convert.mjs"  # built by make setup
 LOOPBACK_HOST_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -162,6 +162,8 @@ def converter_problem(config: GatewayConfig) -> str | None:
     """Why conversions cannot run with this configuration, naming the key to fix; None when they can."""
     if shutil.which(config.nodeBin) is None:
         return f"nodeBin: {config.nodeBin!r} is not an executable on PATH (install node >= 18 or set nodeBin)"
+    if config.converterScript == SHIPPED_CONVERTER and not SHIPPED_CONVERTER.is_file():
+        return f"converterScript: the shipped converter {SHIPPED_CONVERTER} is not built yet (make setup builds it)"
     if not config.converterScript.is_file():
         return f"converterScript: {config.converterScript} does not exist (leave the key out to use {SHIPPED_CONVERTER})"
     return None

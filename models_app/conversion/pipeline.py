@@ -5,7 +5,7 @@
 Writes WORKDIR/metadata.json, WORKDIR/element-values.json (the IFC values of the override fields) and
 WORKDIR/geometry.glb (GLB node names = IFC GlobalIds), or, when ifcopenshell
 cannot open the file (e.g. schema IFC4X3_RC2), WORKDIR/fallback.txt with the reason, so the worker converts with
-xeokit-convert's own IFC parser instead. The XKT step (node converter/convert.js) runs after this process has
+xeokit-convert's own IFC parser instead. The XKT step (node converter/dist/convert.mjs) runs after this process has
 exited, so the two never hold memory at the same time. Progress goes to stdout as JSON lines
 {"phase": ..., "percent": ...}; errors go to stderr. Kept free of Django: a crash or memory blow-up in a native
 library only takes this process down.

@@ -1,6 +1,8 @@
 """Runs the conversion in child processes under one time limit, relaying progress:
 1. python -m models_app.conversion.pipeline (ifcopenshell: metadata.json + geometry.glb), then
-2. node converter/convert.js (xeokit-convert: GLB + metadata -> model.xkt; or the IFC itself as the fallback).
+2. node converter/dist/convert.mjs (xeokit-convert: GLB + metadata -> model.xkt; or the IFC itself as the fallback).
+The stages run strictly one after the other, so their memory peaks never add up; the converter is a single bundled
+file that loads in ~0.2 s.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from models_app.conversion.metadata import normalise_fallback_metadata
 from models_app.conversion.pipeline import FALLBACK_FILE, GLB_FILE, METADATA_FILE, write_json
 
 ERROR_TAIL_BYTES = 2048
+MAX_LINE_BYTES = 65536
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 XKT_FILE = "model.xkt"
 
@@ -36,54 +39,47 @@ class PipelineResult:
 
 
 def _pump(stream, lines: queue.Queue) -> None:
-    for line in stream:
+    # bounded lines and a bounded queue: a child that floods stdout (web-ifc logs every token it cannot parse) is
+    # slowed down by the full pipe instead of filling the worker's memory
+    while line := stream.readline(MAX_LINE_BYTES):
         lines.put(line)
     lines.put(None)  # end of output: the process is exiting
 
 
-def _tail(path: Path) -> str:
-    with open(path, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        handle.seek(max(0, handle.tell() - ERROR_TAIL_BYTES))
-        return handle.read().decode("utf-8", "replace").strip()
+def _keep_tail(stream, tail: bytearray) -> None:
+    """Reads stderr to its end, keeping only its last bytes (for the error message), so nothing grows on disk."""
+    while chunk := stream.read1(65536):
+        tail += chunk
+        del tail[:-ERROR_TAIL_BYTES]
 
 
 class _Child:
     """One stage in its own process group (the time limit kills the whole group), stdout lines relayed."""
 
-    def __init__(self, command: list[str], work_dir: Path, name: str, wait_for_input: bool = False, setting: str = ""):
+    def __init__(self, command: list[str], name: str, setting: str = ""):
         self.name = name
-        self.log_path = work_dir / f"{name}.stderr.log"
         # no preexec_fn (unsafe in a threaded worker): each stage ends itself when its parent dies (the pipeline with
         # PR_SET_PDEATHSIG, the converter by watching its parent pid)
         try:
-            with open(self.log_path, "wb") as stderr:
-                self.process = subprocess.Popen(
-                    command,
-                    cwd=PROJECT_ROOT,
-                    stdin=subprocess.PIPE if wait_for_input else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=stderr,
-                    start_new_session=True,
-                )
+            self.process = subprocess.Popen(
+                command,
+                cwd=PROJECT_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
         except OSError as exc:
             where = f" (configuration key {setting})" if setting else ""
             raise ConversionFailed(f"cannot start {name}: {command[0]!r}{where}: {exc.strerror or exc}") from None
-        self.lines: queue.Queue = queue.Queue()
-        self.reader = threading.Thread(target=_pump, args=(self.process.stdout, self.lines), daemon=True)
-        self.reader.start()
-
-    def send(self, args: list[str]) -> None:
-        try:
-            self.process.stdin.write(json.dumps(args).encode())
-            self.process.stdin.close()
-        except BrokenPipeError:
-            try:
-                code = self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                code = None
-            why = _tail(self.log_path) or "no error output"
-            raise ConversionFailed(f"{self.name} exited before the conversion started (exit code {code}): {why}"[-ERROR_TAIL_BYTES:]) from None
+        self.lines: queue.Queue = queue.Queue(maxsize=1000)
+        self.stderr_tail = bytearray()
+        self.readers = [
+            threading.Thread(target=_pump, args=(self.process.stdout, self.lines), daemon=True),
+            threading.Thread(target=_keep_tail, args=(self.process.stderr, self.stderr_tail), daemon=True),
+        ]
+        for reader in self.readers:
+            reader.start()
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -92,6 +88,13 @@ class _Child:
             except ProcessLookupError:
                 pass
             self.process.wait()
+            while self.readers[0].is_alive():  # let the stdout reader reach the end of the pipe and exit
+                try:
+                    self.lines.get(timeout=0.1)
+                except queue.Empty:
+                    pass
+            for reader in self.readers:
+                reader.join(timeout=5)
 
     def finish(self, deadline: float, on_line: Callable[[str], None], timeout_seconds: float) -> None:
         try:
@@ -101,10 +104,11 @@ class _Child:
         except (queue.Empty, subprocess.TimeoutExpired):
             self.kill()
             raise ConversionFailed(f"conversion exceeded the time limit of {timeout_seconds:g} s and was stopped") from None
-        self.reader.join(timeout=5)
+        for reader in self.readers:
+            reader.join(timeout=5)
         code = self.process.returncode
         if code != 0:
-            tail = _tail(self.log_path) or f"{self.name} exited with code {code}"
+            tail = self.stderr_tail.decode("utf-8", "replace").strip() or f"{self.name} exited with code {code}"
             if code < 0:
                 tail += f"\n({self.name} killed by signal {-code})"
             raise ConversionFailed(tail[-ERROR_TAIL_BYTES:])
@@ -128,34 +132,31 @@ def run_pipeline(
         except (ValueError, KeyError, TypeError):
             pass
 
-    # node loads xeokit-convert (~0.4 s) while ifcopenshell works; it gets its arguments when the GLB is ready
-    node = None
-    try:
-        node = _Child([node_bin, "--optimize-for-size", str(converter_script), "--stdin", "--parent-pid", str(os.getpid())], out_dir, "xeokit-convert", wait_for_input=True, setting="nodeBin")
-        ifc_stage = _Child([sys.executable, "-m", "models_app.conversion.pipeline", "--ifc", str(ifc_path), "--out", str(out_dir)], out_dir, "ifcopenshell")
+    def run_stage(command: list[str], name: str, setting: str = "") -> None:
+        stage = _Child(command, name, setting)
         try:
-            ifc_stage.finish(deadline, relay, timeout_seconds)
+            stage.finish(deadline, relay, timeout_seconds)
         finally:
-            ifc_stage.kill()
+            stage.kill()
+
+    try:
+        run_stage([sys.executable, "-m", "models_app.conversion.pipeline", "--ifc", str(ifc_path), "--out", str(out_dir)], "ifcopenshell")
         metadata, xkt, raw = out_dir / METADATA_FILE, out_dir / XKT_FILE, out_dir / "fallback-metadata.json"
         fallback = (out_dir / FALLBACK_FILE).exists()
         if fallback:
             on_progress("fallback", 10)
-            node.send(["--source", str(ifc_path), "--output", str(xkt), "--metadata-out", str(raw)])
+            converter_args = ["--source", str(ifc_path), "--output", str(xkt), "--metadata-out", str(raw)]
         elif (out_dir / GLB_FILE).exists():
             on_progress("xkt", 88)
-            node.send(["--source", str(out_dir / GLB_FILE), "--metadata", str(metadata), "--output", str(xkt)])
+            converter_args = ["--source", str(out_dir / GLB_FILE), "--metadata", str(metadata), "--output", str(xkt)]
         else:
             on_progress("xkt", 88)
-            node.send(["--empty", "--metadata", str(metadata), "--output", str(xkt)])
-        node.finish(deadline, relay, timeout_seconds)
+            converter_args = ["--empty", "--metadata", str(metadata), "--output", str(xkt)]
+        run_stage([node_bin, "--optimize-for-size", str(converter_script), "--parent-pid", str(os.getpid()), *converter_args], "xeokit-convert", "nodeBin")
         if fallback:
             write_json(metadata, normalise_fallback_metadata(json.loads(raw.read_text(encoding="utf-8"))))
     except ConversionFailed as exc:
         return PipelineResult(False, str(exc))
-    finally:
-        if node is not None:
-            node.kill()
     on_progress("done", 100)
     missing = [p.name for p in (out_dir / XKT_FILE, out_dir / METADATA_FILE) if not p.is_file()]
     if missing:
@@ -171,7 +172,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ifc", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--node", default="node")
-    parser.add_argument("--converter", type=Path, default=PROJECT_ROOT / "converter" / "convert.js")
+    parser.add_argument("--converter", type=Path, default=PROJECT_ROOT / "converter" / "dist" / "convert.mjs")
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ def ok(response):
     return body["data"]
 
 
-def raw_request(stack, head: str, body: bytes = b"", timeout: float = 10) -> tuple[int, dict]:
+def raw_request(stack, head: str, body: bytes = b"", timeout: float = 60) -> tuple[int, dict]:
     """Sends a request head (and optionally part of a body) and reads the answer without sending the rest."""
     with socket.create_connection(("127.0.0.1", stack.port), timeout=timeout) as sock:
         sock.sendall(head.replace("\n", "\r\n").encode() + b"\r\n" + body)

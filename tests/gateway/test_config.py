@@ -22,7 +22,7 @@ def test_missing_file_means_spec_defaults(tmp_path, monkeypatch):
     config = load_config({"VIEWER_CONFIG": str(tmp_path / "absent.json")})
     assert (config.host, config.port, config.maxUploadMB) == ("127.0.0.1", 8090, 200)
     assert config.dataDir == (tmp_path / "../data").resolve()
-    assert config.converterScript == ROOT / "converter" / "convert.js"  # the shipped converter
+    assert config.converterScript == ROOT / "converter" / "dist" / "convert.mjs"  # the shipped converter
     assert config.nodeBin == "node"
     assert config.editServiceURL == "http://127.0.0.1:8100"
     assert config.apiToken == "" and config.pgDSN == ""
@@ -122,3 +122,13 @@ def test_a_wildcard_listen_address_is_not_an_allowed_host(tmp_path):
     config = load_config(write_config(tmp_path, {"host": "0.0.0.0"}))
     assert "0.0.0.0" not in config.allowed_host_names() and not config.listens_on_loopback
     assert load_config(write_config(tmp_path, {"host": "::1"})).listens_on_loopback
+
+
+def test_an_unbuilt_shipped_converter_says_how_to_build_it(tmp_path, monkeypatch):
+    from viewer_gateway import config as config_module
+
+    monkeypatch.setattr(config_module, "SHIPPED_CONVERTER", tmp_path / "dist" / "convert.mjs")
+    config = config_module.load_config(write_config(tmp_path, {"converterScript": str(tmp_path / "dist" / "convert.mjs")}))
+    assert "make setup" in config_module.converter_problem(config)
+    monkeypatch.setattr(config_module, "SHIPPED_CONVERTER", ROOT / "converter" / "dist" / "convert.mjs")
+    assert config_module.converter_problem(config_module.load_config(write_config(tmp_path, {}))) is None
