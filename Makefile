@@ -5,6 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP_STAMP := $(VENV)/.installed
 NPM_STAMP := converter/node_modules/.installed
+CONVERTER_BUNDLE := converter/dist/convert.mjs
 WEB_STAMP := frontend/dist/.built
 
 export VIEWER_CONFIG ?= ./server_config.json
@@ -12,7 +13,7 @@ export EDIT_SERVICE_PORT ?= 8100
 
 .PHONY: run test setup prerequisites test-prerequisites bench clean
 
-setup: prerequisites $(PIP_STAMP) $(NPM_STAMP) $(WEB_STAMP)
+setup: prerequisites $(PIP_STAMP) $(CONVERTER_BUNDLE) $(WEB_STAMP)
 
 prerequisites:
 	@bash scripts/prerequisites.sh
@@ -25,10 +26,13 @@ $(PIP_STAMP): requirements.txt requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c requirements.lock
 	@touch $@
 
-# the converter: convert.js with xeokit-convert bundled by esbuild into converter/dist/convert.mjs
-$(NPM_STAMP): converter/package.json converter/package-lock.json converter/convert.js converter/build.mjs
-	cd converter && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
+$(NPM_STAMP): converter/package.json converter/package-lock.json
+	cd converter && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# the converter the workers run: convert.js with xeokit-convert bundled by esbuild
+$(CONVERTER_BUNDLE): $(NPM_STAMP) converter/convert.js converter/build.mjs
+	cd converter && node build.mjs
 
 # the web client: xeokit-sdk bundled by esbuild into frontend/dist (served by the gateway under /static/viewer/)
 $(WEB_STAMP): frontend/package.json frontend/package-lock.json frontend/build.mjs $(wildcard frontend/src/*)

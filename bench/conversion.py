@@ -21,8 +21,10 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from viewer_gateway.config import SHIPPED_CONVERTER as CONVERTER  # noqa: E402
+
 SAMPLES = ROOT.parent / "shared" / "ifc-samples"
-CONVERTER = ROOT / "converter" / "dist" / "convert.mjs"
 CONVERT2XKT = ROOT / "converter" / "node_modules" / "@xeokit" / "xeokit-convert" / "convert2xkt.js"
 
 

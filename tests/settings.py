@@ -5,10 +5,9 @@ import os
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 _data_dir = Path(tempfile.mkdtemp(prefix="viewer-test-"))
 _config = _data_dir / "server_config.json"
-_config.write_text(json.dumps({"dataDir": str(_data_dir), "converterScript": str(ROOT / "converter" / "dist" / "convert.mjs")}))
+_config.write_text(json.dumps({"dataDir": str(_data_dir)}))  # the shipped converter
 os.environ["VIEWER_CONFIG"] = str(_config)
 os.environ.pop("VIEWER_DATA_DIR", None)
 os.environ.pop("VIEWER_API_TOKEN", None)

@@ -21,9 +21,10 @@ from typing import Callable
 
 from models_app.conversion.metadata import normalise_fallback_metadata
 from models_app.conversion.pipeline import FALLBACK_FILE, GLB_FILE, METADATA_FILE, write_json
+from viewer_gateway.config import SHIPPED_CONVERTER
 
 ERROR_TAIL_BYTES = 2048
-MAX_LINE_BYTES = 65536
+PIPE_READ_BYTES = 65536  # longest stdout line relayed, and stderr read size
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 XKT_FILE = "model.xkt"
 
@@ -41,14 +42,14 @@ class PipelineResult:
 def _pump(stream, lines: queue.Queue) -> None:
     # bounded lines and a bounded queue: a child that floods stdout (web-ifc logs every token it cannot parse) is
     # slowed down by the full pipe instead of filling the worker's memory
-    while line := stream.readline(MAX_LINE_BYTES):
+    while line := stream.readline(PIPE_READ_BYTES):
         lines.put(line)
     lines.put(None)  # end of output: the process is exiting
 
 
 def _keep_tail(stream, tail: bytearray) -> None:
     """Reads stderr to its end, keeping only its last bytes (for the error message), so nothing grows on disk."""
-    while chunk := stream.read1(65536):
+    while chunk := stream.read1(PIPE_READ_BYTES):
         tail += chunk
         del tail[:-ERROR_TAIL_BYTES]
 
@@ -81,20 +82,21 @@ class _Child:
         for reader in self.readers:
             reader.start()
 
-    def kill(self) -> None:
+    def stop(self) -> None:
+        """Kills the process group if it still runs, then lets both readers reach the end of their pipes."""
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             self.process.wait()
-            while self.readers[0].is_alive():  # let the stdout reader reach the end of the pipe and exit
-                try:
-                    self.lines.get(timeout=0.1)
-                except queue.Empty:
-                    pass
-            for reader in self.readers:
-                reader.join(timeout=5)
+        while self.readers[0].is_alive():  # a full queue would keep the stdout reader from reaching the end
+            try:
+                self.lines.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        for reader in self.readers:
+            reader.join(timeout=5)
 
     def finish(self, deadline: float, on_line: Callable[[str], None], timeout_seconds: float) -> None:
         try:
@@ -102,10 +104,8 @@ class _Child:
                 on_line(line)
             self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except (queue.Empty, subprocess.TimeoutExpired):
-            self.kill()
             raise ConversionFailed(f"conversion exceeded the time limit of {timeout_seconds:g} s and was stopped") from None
-        for reader in self.readers:
-            reader.join(timeout=5)
+        self.stop()
         code = self.process.returncode
         if code != 0:
             tail = self.stderr_tail.decode("utf-8", "replace").strip() or f"{self.name} exited with code {code}"
@@ -137,7 +137,7 @@ def run_pipeline(
         try:
             stage.finish(deadline, relay, timeout_seconds)
         finally:
-            stage.kill()
+            stage.stop()
 
     try:
         run_stage([sys.executable, "-m", "models_app.conversion.pipeline", "--ifc", str(ifc_path), "--out", str(out_dir)], "ifcopenshell")
@@ -172,7 +172,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ifc", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--node", default="node")
-    parser.add_argument("--converter", type=Path, default=PROJECT_ROOT / "converter" / "dist" / "convert.mjs")
+    parser.add_argument("--converter", type=Path, default=SHIPPED_CONVERTER)
     parser.add_argument("--timeout", type=float, default=1800)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

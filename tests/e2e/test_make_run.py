@@ -22,7 +22,7 @@ def start_instance(tmp_path, name):
     data_dir.mkdir()
     port, edit_port = free_port(), free_port()
     config = data_dir / "server_config.json"
-    config.write_text(json.dumps({"port": port, "dataDir": str(data_dir), "converterScript": str(ROOT / "converter" / "dist" / "convert.mjs")}))
+    config.write_text(json.dumps({"port": port, "dataDir": str(data_dir)}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_", "EDIT_", "MAKE"))}
     env.update(VIEWER_CONFIG=str(config), VIEWER_DATA_DIR=str(data_dir), EDIT_SERVICE_PORT=str(edit_port))
     log = open(data_dir / "make.log", "wb")

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from viewer_gateway.config import ConfigError, load_config
+from viewer_gateway import config as config_module
+from viewer_gateway.config import SHIPPED_CONVERTER, ConfigError, load_config
 from viewer_gateway.database import postgres_settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ def test_missing_file_means_spec_defaults(tmp_path, monkeypatch):
     config = load_config({"VIEWER_CONFIG": str(tmp_path / "absent.json")})
     assert (config.host, config.port, config.maxUploadMB) == ("127.0.0.1", 8090, 200)
     assert config.dataDir == (tmp_path / "../data").resolve()
-    assert config.converterScript == ROOT / "converter" / "dist" / "convert.mjs"  # the shipped converter
+    assert config.converterScript == ROOT / "converter" / "dist" / "convert.mjs" == SHIPPED_CONVERTER
     assert config.nodeBin == "node"
     assert config.editServiceURL == "http://127.0.0.1:8100"
     assert config.apiToken == "" and config.pgDSN == ""
@@ -125,10 +126,8 @@ def test_a_wildcard_listen_address_is_not_an_allowed_host(tmp_path):
 
 
 def test_an_unbuilt_shipped_converter_says_how_to_build_it(tmp_path, monkeypatch):
-    from viewer_gateway import config as config_module
-
-    monkeypatch.setattr(config_module, "SHIPPED_CONVERTER", tmp_path / "dist" / "convert.mjs")
-    config = config_module.load_config(write_config(tmp_path, {"converterScript": str(tmp_path / "dist" / "convert.mjs")}))
-    assert "make setup" in config_module.converter_problem(config)
-    monkeypatch.setattr(config_module, "SHIPPED_CONVERTER", ROOT / "converter" / "dist" / "convert.mjs")
-    assert config_module.converter_problem(config_module.load_config(write_config(tmp_path, {}))) is None
+    assert config_module.converter_problem(load_config(write_config(tmp_path, {}))) is None
+    unbuilt = tmp_path / "dist" / "convert.mjs"
+    monkeypatch.setattr(config_module, "SHIPPED_CONVERTER", unbuilt)
+    problem = config_module.converter_problem(load_config(write_config(tmp_path, {"converterScript": str(unbuilt)})))
+    assert problem.startswith("converterScript:") and "make setup" in problem

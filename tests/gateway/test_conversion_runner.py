@@ -14,8 +14,8 @@ import pytest
 from models_app.conversion import runner
 from tests.helpers import MINIMAL_IFC, sample
 from tests.processes import spawn, stop
+from viewer_gateway.config import SHIPPED_CONVERTER as CONVERTER
 
-CONVERTER = runner.PROJECT_ROOT / "converter" / "dist" / "convert.mjs"
 
 
 def convert(tmp_path, **overrides):
@@ -108,7 +108,7 @@ def test_a_converter_flooding_its_output_is_stopped_at_the_time_limit_with_bound
     flooding.write_text(
         'const line = "[WEB-IFC][error] unexpected token\\n".repeat(1000);\n'
         'process.stderr.write("stderr-start\\n");\n'
-        'const flood = () => { process.stdout.write(line); process.stderr.write(line, flood); };\nflood();\n'
+        'const flood = () => process.stdout.write(line, () => process.stderr.write(line, flood));\nflood();\n'
     )
     threads_before = threading.active_count()
     before = psutil.Process().memory_info().rss
