@@ -62,6 +62,10 @@ bench: setup
 	$(PY) bench/semantic_diff.py
 	$(PY) bench/proxy.py
 	$(PY) bench/chat_stream.py
+	$(PY) bench/turn_overhead.py
+	$(PY) bench/scale_out.py
+	$(PY) bench/ids_check.py
+	$(PY) bench/web_open.py
 
 clean:
 	rm -rf $(VENV) converter/node_modules converter/dist frontend/node_modules frontend/dist

@@ -1,4 +1,4 @@
-"""Chat event stream benchmark against the real gateway (Daphne, offline model streaming without pauses).
+"""Chat event stream benchmark against the real gateway (Daphne, offline walkthrough streaming without pauses).
 
     .venv/bin/python bench/chat_stream.py [--clients 50] [--turns 5] [--redis]
 
@@ -24,8 +24,8 @@ from tests.sse import SSEStream  # noqa: E402
 
 
 def measure(stack: Stack, clients: int, turns: int) -> dict:
-    project = stack.api("POST", "/api/v1/chat/projects", json={"kind": "cad"}).json()["data"]
-    cid = stack.api("POST", "/api/v1/chat/sessions", json={"projectId": project["projectId"]}).json()["data"]["chatSessionId"]
+    # a session without a model: the offline walkthrough reads the session and ends (no permission to wait for)
+    cid = stack.api("POST", "/api/v1/chat/sessions", json={"title": "bench", "modelId": ""}).json()["data"]["chatSessionId"]
     streams = [SSEStream(f"{stack.url}/api/v1/chat/sessions/{cid}/events").start() for _ in range(clients)]
     latencies, rates = [], []
     try:

@@ -45,7 +45,7 @@ def main() -> None:
             started = time.perf_counter()
             with open(folder / "outputs.bin", "wb") as outputs:  # the results stream, as the sandbox sends it
                 subprocess.run(
-                    [sys.executable, str(SANDBOX_CODE_DIR / "run_build.py"), "script.py", "params.json", "--outputs-fd", str(outputs.fileno())],
+                    [sys.executable, str(SANDBOX_CODE_DIR / "run_build.py"), "script.py", "params.json", "out.ifc", "--outputs-fd", str(outputs.fileno())],
                     cwd=folder, env={"PYTHONPATH": str(SANDBOX_CODE_DIR), "PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"}, check=True,
                     pass_fds=(outputs.fileno(),),
                 )

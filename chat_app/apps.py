@@ -1,16 +1,4 @@
-import logging
-
 from django.apps import AppConfig
-
-logger = logging.getLogger(__name__)
-
-
-def end_turns_cut_by_a_restart(**kwargs) -> None:
-    from chat_app.turns import recover_cut_turns
-
-    cut = recover_cut_turns()
-    if cut:
-        logger.warning("chat turns cut by a restart ended with session.error: %s", ", ".join(cut))
 
 
 class ChatAppConfig(AppConfig):
@@ -19,6 +7,9 @@ class ChatAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from models_app.signals import gateway_starting
+        from chat_app import receivers
+        from models_app.signals import gateway_starting, project_deleting, project_event
 
-        gateway_starting.connect(end_turns_cut_by_a_restart, dispatch_uid="chat-end-cut-turns")
+        gateway_starting.connect(receivers.end_turns_cut_by_a_restart, dispatch_uid="chat-end-cut-turns")
+        project_event.connect(receivers.publish_project_event, dispatch_uid="chat-project-event")
+        project_deleting.connect(receivers.abort_turn_of_deleted_project, dispatch_uid="chat-abort-deleted-project")

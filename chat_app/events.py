@@ -8,6 +8,9 @@ questions, all carrying the current head id. A fresh stream gets the status and 
 from __future__ import annotations
 
 import json
+import logging
+import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from asgiref.sync import async_to_sync, sync_to_async
@@ -17,8 +20,21 @@ from django.db.models import F
 
 from chat_app.models import ChatSession, Message, PendingQuestion, SessionEvent
 
+logger = logging.getLogger(__name__)
+
 REPLAY_FRAMES = 64
+LAST_EVENT_ID_RE = re.compile(r"^[0-9]{1,18}$")
 KEPT_FRAMES = 512  # older frames are pruned at the end of a turn; replay never reaches them
+
+
+# The sub-agent whose tool is running in this context (copied into the threads its service calls run in), so a frame
+# raised on its behalf by code that does not know about sub-agents (a project event) carries its subagentId.
+frame_origin: ContextVar[str] = ContextVar("frame_origin", default="")
+
+
+def origin_tags() -> dict:
+    subagent_id = frame_origin.get()
+    return {"subagentId": subagent_id} if subagent_id else {}
 
 
 def group_name(session_id: str) -> str:
@@ -61,6 +77,36 @@ def publish(session_id: str, event: str, data: dict) -> Frame:
     return frame
 
 
+def _notify_failed(session_id: str, event: str, data: dict, exc: Exception) -> dict:
+    logger.error("the %s frame of session %s could not be delivered: %s", event, session_id, exc)
+    return {"sessionID": session_id, "modelId": data.get("modelId", ""), "event": event, "error": f"{type(exc).__name__}: {exc}"[:500],
+            **({"subagentId": data["subagentId"]} if data.get("subagentId") else {})}
+
+
+async def apublish_for_viewer(session_id: str, event: str, data: dict) -> None:
+    """A frame the viewer acts on (viewer.staged, viewer.committed, model.created). When it cannot be delivered (the
+    channel layer failed), viewer.notify_failed says so; it is in the event log either way, where a stream that
+    catches up finds both."""
+    try:
+        await apublish(session_id, event, data)
+    except Exception as exc:  # noqa: BLE001 - the viewer must hear that it missed something
+        try:
+            await apublish(session_id, "viewer.notify_failed", _notify_failed(session_id, event, data, exc))
+        except Exception:  # noqa: BLE001
+            logger.exception("viewer.notify_failed of session %s could not be delivered either", session_id)
+
+
+def publish_for_viewer(session_id: str, event: str, data: dict) -> None:
+    """apublish_for_viewer() for synchronous callers."""
+    try:
+        publish(session_id, event, data)
+    except Exception as exc:  # noqa: BLE001
+        try:
+            publish(session_id, "viewer.notify_failed", _notify_failed(session_id, event, data, exc))
+        except Exception:  # noqa: BLE001
+            logger.exception("viewer.notify_failed of session %s could not be delivered either", session_id)
+
+
 def frames_after(session_id: str, after: int, up_to: int | None = None) -> list[Frame]:
     rows = SessionEvent.objects.filter(session_id=session_id, seq__gt=after)
     if up_to is not None:
@@ -82,25 +128,36 @@ def _pending_question_frames(session: ChatSession, seq: int) -> list[Frame]:
 
 
 def _last_turn_messages(session: ChatSession) -> list[Message]:
-    """The messages of the current (or last) turn: from the newest processed user message on."""
-    processed = session.messages.exclude(state=Message.State.QUEUED)
-    last_user = processed.filter(role=Message.Role.USER).order_by("-id").first()
-    return list(processed.filter(id__gte=last_user.id) if last_user else processed)
+    """The messages of the current (or last) turn, sub-agents' included."""
+    turn = session.turns.exclude(user_message_id="").order_by("-id").first()
+    if turn is not None:
+        return list(turn.messages.order_by("id"))
+    last_user = session.messages.filter(role=Message.Role.USER, subagent_id="").order_by("-id").first()  # before turns were recorded
+    return list(session.messages.filter(id__gte=last_user.id) if last_user else session.messages.all())
+
+
+def replay_start(last_event_id: str | None) -> int | None:
+    """The id a stream resumes after: a sane non-negative integer (at most 18 digits) from Last-Event-ID; None for
+    anything else (missing, negative, too long, not a number), which gets the snapshot."""
+    if last_event_id is None:
+        return None
+    text = last_event_id.strip()
+    return int(text) if LAST_EVENT_ID_RE.match(text) else None
 
 
 def opening_frames(session_id: str, last_event_id: str | None) -> tuple[list[Frame], int]:
     """What a stream sends before going live, and the id it has then delivered up to."""
     session = ChatSession.objects.get(pk=session_id)
     head = session.last_seq
-    if last_event_id is not None and last_event_id.strip().isdigit():
-        after = int(last_event_id)
-        if head - REPLAY_FRAMES <= after <= head:
-            return frames_after(session_id, after, head), head
+    after = replay_start(last_event_id)
+    if after is not None and head - REPLAY_FRAMES <= after <= head:
+        return frames_after(session_id, after, head), head
     if last_event_id is None:
         status = Frame(head, "session.status", status_frame_data(session))
         return [status, *_pending_question_frames(session, head)], head
     snapshot = [
-        Frame(head, "message", {"sessionID": session.id, "info": message.info, "parts": [p.data for p in message.parts.all()], "resync": True})
+        Frame(head, "message", {"sessionID": session.id, "info": message.info, "parts": [p.data for p in message.parts.all()], "resync": True,
+                                **({"subagentId": message.subagent_id} if message.subagent_id else {})})
         for message in _last_turn_messages(session)
     ]
     return [*snapshot, Frame(head, "session.status", status_frame_data(session)), *_pending_question_frames(session, head)], head

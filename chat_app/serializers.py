@@ -1,8 +1,9 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from chat_app.models import ChatSession, Project
-from chat_app.selectors import project_model_ids
+from chat_app.models import ChatSession
+from models_app.models import Project
+from models_app.project_selectors import project_model_ids
 from viewer_gateway.fields import StrictCharField
 
 

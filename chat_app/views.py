@@ -14,6 +14,7 @@ from chat_app.serializers import (
     ProjectSerializer,
     SessionOpenSerializer,
 )
+from models_app import project_services
 from viewer_gateway.envelope import InvalidInput
 
 NOT_FOUND = OpenApiResponse(description="40400: unknown session")
@@ -39,13 +40,13 @@ class ProjectListView(APIView):
     )
     def post(self, request):
         data = validated(ProjectCreateSerializer, request)
-        return Response(ProjectSerializer(services.project_create(title=data["title"], kind=data["kind"])).data)
+        return Response(ProjectSerializer(project_services.project_create(title=data["title"], kind=data["kind"])).data)
 
 
 class ProjectDetailView(APIView):
     @extend_schema(responses={200: OpenApiResponse(description="data: null"), 404: OpenApiResponse(description="40400: unknown project")}, summary="Delete a project with its session, plan files and models")
     def delete(self, request, project_id):
-        services.project_delete(project_id)
+        project_services.project_delete(project_id)
         return Response(None)
 
 

@@ -41,7 +41,12 @@ def main() -> None:
         body = json.dumps({"detail": f"the request body exceeds the limit of {limit / (1024 * 1024):g} MB"}).encode()
         return raw_response("413 Payload Too Large", {"Content-Type": "application/json"}, body)
 
+    from edit_service.engine.sandbox import Sandbox
+    from sandboxing.cgroups import remove_stale
+
+    remove_stale(settings.SANDBOX_LIMITS.cgroup_root)
     print(f"edit service on http://{settings.HOST}:{settings.PORT} (data: {settings.DATA_DIR})", flush=True)
+    print(Sandbox(settings.SANDBOX_LIMITS).isolation_summary(), flush=True)
     serve(["-b", settings.HOST, "-p", str(settings.PORT), "edit_service.asgi:application"], body_limit=body_limit, refusal=refusal)
 
 

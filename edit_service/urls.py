@@ -13,6 +13,7 @@ urlpatterns = [
     path(f"{model}/history", views.HistoryView.as_view()),
     path(f"{model}/user-edits", views.UserEditsView.as_view()),
     path(f"{model}/versions", views.VersionsView.as_view()),
+    path(f"{model}/versions/<str:version>/ifc", views.VersionIfcView.as_view()),
     path(f"{model}/scripts", views.ScriptsView.as_view()),
     path(f"{model}/diff", views.SemanticDiffView.as_view()),
     path(f"{model}/diff/upload", views.UploadDiffView.as_view()),

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from django.conf import settings
+from django.http import FileResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.decorators import api_view
 from rest_framework.parsers import MultiPartParser
@@ -11,7 +12,7 @@ from rest_framework.views import APIView
 
 from edit_service import serializers as s
 from edit_service.engine import history
-from edit_service.engine.errors import Invalid
+from edit_service.engine.errors import Invalid, NotFound
 from edit_service.engine.kinds import IFC
 from edit_service.engine.sandbox import Sandbox
 from edit_service.engine.store import ModelFiles
@@ -74,6 +75,20 @@ class VersionsView(APIView):
     @extend_schema(responses={200: JSON}, summary="{versions: [{version, createdAt}], current}")
     def get(self, request, model_id):
         return Response(editor(model_id).version_list())
+
+
+class VersionIfcView(APIView):
+    @extend_schema(
+        responses={(200, "application/x-step"): bytes, 404: OpenApiResponse(description="unknown model or version, or a drawing (no IFC)")},
+        summary="A saved version's IFC, streamed (rebuilt from its script in the sandbox and cached when not materialised)",
+    )
+    def get(self, request, model_id, version):
+        model_editor = editor(model_id)
+        model_editor.files.require()
+        if model_editor.files.kind is not IFC:
+            raise NotFound(f"model {model_id} is a {model_editor.files.kind.what}: it has no IFC versions")
+        path = model_editor.version_ifc(version)
+        return FileResponse(open(path, "rb"), as_attachment=True, filename=f"{model_id}-{version}.ifc", content_type="application/x-step")
 
 
 class ScriptsView(APIView):

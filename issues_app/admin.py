@@ -1,16 +1,42 @@
 from django.contrib import admin
+from django.utils import timezone
 from django.utils.html import format_html
 
-from issues_app.models import ChangeEntry, Issue, Override
+from issues_app.models import ChangeEntry, Comment, Issue, Override
+
+
+class CommentInline(admin.TabularInline):
+    """The issue's thread; the viewpoint must be one of the issue's (checked by the API, shown here as its GUID)."""
+
+    model = Comment
+    extra = 0
+    fields = ["guid", "date", "author", "text", "viewpoint_guid", "modified_date", "modified_author"]
+    readonly_fields = ["guid", "viewpoint_guid"]
+    ordering = ["date", "id"]
 
 
 @admin.register(Issue)
 class IssueAdmin(admin.ModelAdmin):
-    list_display = ["id", "title", "status", "provenance", "entity_id", "entity_type", "model", "author", "thumbnail", "created_at"]
-    list_filter = ["status", "provenance", "entity_type"]
-    search_fields = ["title", "entity_id", "entity_name", "id"]
-    readonly_fields = ["id", "model", "screenshot", "thumbnail", "camera", "created_at", "updated_at"]
+    list_display = ["id", "title", "status", "priority", "assigned_to", "provenance", "entity_id", "entity_type", "model", "author", "thumbnail", "created_at"]
+    list_filter = ["status", "provenance", "entity_type", "priority", "topic_type"]
+    search_fields = ["title", "entity_id", "entity_name", "id", "assigned_to", "bcf_topic_guid"]
+    readonly_fields = [
+        "id", "model", "screenshot", "thumbnail", "camera", "bcf_topic_guid", "bcf_topic_status", "viewpoints", "document_references",
+        "bcf_header_files", "created_at", "updated_at",
+    ]
     list_select_related = ["model"]
+    inlines = [CommentInline]
+
+    def save_model(self, request, obj, form, change):
+        if change and form.changed_data:
+            obj.modified_at = timezone.now()
+            obj.modified_author = request.user.get_username()
+        super().save_model(request, obj, form, change)
+
+    def save_formset(self, request, form, formset, change):
+        super().save_formset(request, form, formset, change)
+        if formset.has_changed():  # a comment change is a change of the topic, as through the API
+            Issue.objects.filter(pk=form.instance.pk).update(modified_at=timezone.now(), updated_at=timezone.now())
 
     @admin.display(description="screenshot")
     def thumbnail(self, issue):

@@ -1,4 +1,5 @@
 import secrets
+import uuid
 
 from django.db import models
 from django.utils import timezone
@@ -7,6 +8,8 @@ from models_app.models import IfcModel
 from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 ISSUE_ID_PATTERN = r"i_[0-9a-f]{12}"
+GUID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+DEFAULT_TOPIC_TYPE = "Issue"
 OVERRIDE_FIELDS = ("Name", "Description", "Classification", "FireRating", "Comments")
 
 
@@ -38,7 +41,22 @@ class Issue(models.Model):
     camera = models.JSONField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.OPEN, db_index=True)
     screenshot = models.CharField(max_length=64, blank=True, default="")
-    bcf_topic_guid = models.CharField(max_length=64, blank=True, default="", db_index=True, help_text="the BCF topic it was imported from")
+    bcf_topic_guid = models.CharField(max_length=64, blank=True, default="", db_index=True, help_text="its BCF topic GUID: imported, or derived from model and issue id")
+    # BCF topic fields
+    topic_type = models.CharField(max_length=255, default=DEFAULT_TOPIC_TYPE)
+    priority = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    labels = models.JSONField(default=list, blank=True)
+    assigned_to = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    due_date = models.DateTimeField(null=True, blank=True)
+    stage = models.CharField(max_length=255, blank=True, default="")
+    reference_links = models.JSONField(default=list, blank=True)
+    related_topics = models.JSONField(default=list, blank=True, help_text="BCF topic GUIDs")
+    document_references = models.JSONField(default=list, blank=True)
+    modified_author = models.CharField(max_length=255, blank=True, default="")
+    modified_at = models.DateTimeField(null=True, blank=True, help_text="last change of the topic or its comments (BCF ModifiedDate)")
+    viewpoints = models.JSONField(default=list, blank=True, help_text="BCF-API 3.0 viewpoints, snapshots as URLs")
+    bcf_topic_status = models.CharField(max_length=255, blank=True, default="", help_text="the TopicStatus it was imported with (exported again while it maps to the status)")
+    bcf_header_files = models.JSONField(default=list, blank=True, help_text="external model files of the BCF markup header")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -47,6 +65,30 @@ class Issue(models.Model):
 
     def __str__(self):
         return f"{self.title} ({self.id})"
+
+
+def new_guid() -> str:
+    return str(uuid.uuid4())
+
+
+class Comment(models.Model):
+    """One comment of an issue's thread (a BCF Comment); `guid` is its id in the API and in BCF."""
+
+    issue = models.ForeignKey(Issue, on_delete=models.CASCADE, related_name="comments")
+    guid = models.CharField(max_length=36, default=new_guid, editable=False)
+    author = models.CharField(max_length=255, default=DEFAULT_AUTHOR)
+    date = models.DateTimeField(default=timezone.now)
+    text = models.TextField(blank=True, default="")
+    viewpoint_guid = models.CharField(max_length=36, blank=True, default="", help_text="a viewpoint of the issue")
+    modified_date = models.DateTimeField(null=True, blank=True)
+    modified_author = models.CharField(max_length=255, blank=True, default="")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issue", "guid"], name="one_comment_guid_per_issue")]
+        ordering = ["date", "id"]
+
+    def __str__(self):
+        return f"{self.author}: {self.text[:60]}"
 
 
 class Override(models.Model):

@@ -19,14 +19,32 @@ ISSUE_COLUMNS = {
     "id": "id", "entityId": "entity_id", "entityName": "entity_name", "entityType": "entity_type", "title": "title",
     "comment": "comment", "author": "author", "provenance": "provenance", "camera": "camera", "status": "status",
     "screenshot": "screenshot", "createdAt": "created_at", "updatedAt": "updated_at",
+    "topicGuid": "bcf_topic_guid", "topicType": "topic_type", "priority": "priority", "labels": "labels", "assignedTo": "assigned_to",
+    "dueDate": "due_date", "stage": "stage", "referenceLinks": "reference_links", "relatedTopics": "related_topics",
+    "documentReferences": "document_references", "creationAuthor": "author", "modifiedAuthor": "modified_author",
+    "modifiedAt": "modified_at", "viewpoints": "viewpoints",
 }
-TIMESTAMP_COLUMNS = ("created_at", "updated_at")
+TIMESTAMP_FIELDS = ("createdAt", "updatedAt", "dueDate", "modifiedAt")
+JSON_FIELDS = ("camera", "labels", "referenceLinks", "relatedTopics", "documentReferences", "viewpoints")
+# GET issues filters: query parameter -> column compared for equality
+EQUALITY_FILTERS = {"status": "status", "priority": "priority", "assignedTo": "assigned_to", "topicType": "topic_type", "stage": "stage", "entityId": "entity_id"}
+SEARCHED_COLUMNS = ("title", "comment", "entity_name", "id")
 
 
-def _issue_list_sql(vendor: str) -> str:
+def _issue_list_sql(vendor: str, filters: dict) -> tuple[str, list]:
     # SQLite keeps timestamps as UTC text: reading them as text skips parsing 2,000 datetimes per thousand issues
-    columns = [f"CAST({c} AS TEXT)" if vendor == "sqlite" and c in TIMESTAMP_COLUMNS else c for c in ISSUE_COLUMNS.values()]
-    return f"SELECT {', '.join(columns)} FROM {Issue._meta.db_table} WHERE model_id = %s ORDER BY created_at DESC"
+    timestamps = {ISSUE_COLUMNS[name] for name in TIMESTAMP_FIELDS}
+    columns = [f"CAST({c} AS TEXT)" if vendor == "sqlite" and c in timestamps else c for c in ISSUE_COLUMNS.values()]
+    where, params = ["model_id = %s"], []
+    for name, column in EQUALITY_FILTERS.items():
+        if filters.get(name) is not None:
+            where.append(f"{column} = %s")
+            params.append(filters[name])
+    if filters.get("q"):
+        pattern = "%" + filters["q"].lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where.append("(" + " OR ".join(f"LOWER({column}) LIKE %s ESCAPE '\\'" for column in SEARCHED_COLUMNS) + ")")
+        params += [pattern] * len(SEARCHED_COLUMNS)
+    return f"SELECT {', '.join(columns)} FROM {Issue._meta.db_table} WHERE {' AND '.join(where)} ORDER BY created_at DESC", params
 
 _cache_lock = threading.Lock()
 
@@ -91,8 +109,10 @@ def element_ifc_value(model_id: str, entity_id: str, field: str) -> str:
     return ""
 
 
-def _timestamp(value: str | datetime.datetime) -> str:
+def _timestamp(value: str | datetime.datetime | None) -> str | None:
     """ISO 8601 UTC ending in Z, as DRF writes it, from SQLite's UTC text or PostgreSQL's aware datetime."""
+    if value is None:
+        return None
     if isinstance(value, str):
         return value.replace(" ", "T", 1) + "Z"
     return value.astimezone(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
@@ -102,20 +122,23 @@ _rendered_lists: OrderedDict[tuple, bytes] = OrderedDict()
 RENDERED_LISTS_KEPT = 64
 
 
-def issue_list_json(model_id: str) -> bytes:
+def issue_list_json(model_id: str, filters: dict | None = None) -> bytes:
     """The model's issues, newest first, as the JSON of IssueSerializer(many=True). A list of a thousand issues is
     read often and changes rarely: it is built straight from the rows (the ORM's per-row conversions and a JSON
     parse and dump of each camera cost many times the query) and kept while the rows' count and newest change stay
     the same, which one indexed query tells, in any process. So every write must set updated_at to the current time
-    (auto_now does; never write an older one, or a delete plus an insert could look unchanged)."""
+    (auto_now does; never write an older one, or a delete plus an insert could look unchanged).
+    filters: status, priority, assignedTo, topicType, stage, entityId (equal), label (one of the labels), q (text in
+    title, comment, entityName or id, case-insensitive)."""
+    filters = {name: value for name, value in (filters or {}).items() if value is not None}
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT COUNT(*), MAX(updated_at) FROM {Issue._meta.db_table} WHERE model_id = %s", [model_id])
-        key = (model_id, *cursor.fetchone())
+        key = (model_id, *cursor.fetchone(), tuple(sorted(filters.items())))
     with _cache_lock:
         if key in _rendered_lists:
             _rendered_lists.move_to_end(key)
             return _rendered_lists[key]
-    rendered = _render_issue_list(model_id)
+    rendered = _render_issue_list(model_id, filters)
     with _cache_lock:
         _rendered_lists[key] = rendered
         while len(_rendered_lists) > RENDERED_LISTS_KEPT:
@@ -123,16 +146,24 @@ def issue_list_json(model_id: str) -> bytes:
     return rendered
 
 
-def _render_issue_list(model_id: str) -> bytes:
+def _render_issue_list(model_id: str, filters: dict) -> bytes:
+    sql, params = _issue_list_sql(connection.vendor, filters)
     with connection.cursor() as cursor:
-        cursor.execute(_issue_list_sql(connection.vendor), [model_id])
+        cursor.execute(sql, [model_id, *params])
         rows = cursor.fetchall()
+    label = filters.get("label")
     issues = []
     for row in rows:
         issue = dict(zip(ISSUE_COLUMNS, row))
+        if label is not None:
+            labels = orjson.loads(issue["labels"]) if isinstance(issue["labels"], str) else issue["labels"]
+            if label not in labels:
+                continue
         issue["provenance"] = {"source": issue["provenance"]}
-        camera = issue["camera"]
-        issue["camera"] = orjson.Fragment(camera) if isinstance(camera, str) else camera
-        issue["createdAt"], issue["updatedAt"] = _timestamp(issue["createdAt"]), _timestamp(issue["updatedAt"])
+        for name in JSON_FIELDS:  # SQLite gives JSON text, written as it is; PostgreSQL gives the values
+            value = issue[name]
+            issue[name] = orjson.Fragment(value) if isinstance(value, str) else value
+        for name in TIMESTAMP_FIELDS:
+            issue[name] = _timestamp(issue[name])
         issues.append(issue)
     return orjson.dumps(issues)

@@ -1,10 +1,14 @@
-import datetime
+import uuid
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from issues_app.models import OVERRIDE_FIELDS, ChangeEntry, Issue
+from issues_app.models import DEFAULT_TOPIC_TYPE, OVERRIDE_FIELDS, ChangeEntry, Comment, Issue
+from issues_app.viewpoints import GUID_RE, ViewpointError, clean_viewpoints
 from viewer_gateway.fields import StrictCharField
 from viewer_gateway.provenance import AuthorField, ProvenanceField
+
+MAX_LIST_ITEMS = 1000
 
 
 class StrictNumberField(serializers.FloatField):
@@ -29,7 +33,76 @@ class CameraSerializer(serializers.Serializer):
     up = vector()
 
 
-class IssueInputSerializer(serializers.Serializer):
+class GuidField(StrictCharField):
+    """A lowercase UUID (8-4-4-4-12 hex digits), as BCF writes GUIDs."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not GUID_RE.match(value):
+            raise serializers.ValidationError(f"{value!r} is not a lowercase UUID (8-4-4-4-12 hex digits)")
+        return value
+
+
+def text_list(max_length: int = 255, **kwargs):
+    return serializers.ListField(child=StrictCharField(max_length=max_length), max_length=MAX_LIST_ITEMS, **kwargs)
+
+
+class DocumentReferenceSerializer(serializers.Serializer):
+    """A BCF DocumentReference: a URL, or the GUID of a document stored with the model (from an imported archive)."""
+
+    guid = GuidField(required=False)
+    url = StrictCharField(required=False, allow_null=True, max_length=2048)
+    documentGuid = GuidField(required=False, allow_null=True)
+    description = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=2048)
+    filename = StrictCharField(required=False, allow_null=True, max_length=1024, help_text="read from the archive's documents.xml")
+    documentDescription = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=2048)
+
+    def validate(self, attrs):
+        if bool(attrs.get("url")) == bool(attrs.get("documentGuid")):
+            raise serializers.ValidationError("a document reference needs either url or documentGuid")
+        return {
+            "guid": attrs.get("guid") or str(uuid.uuid4()), "url": attrs.get("url") or None, "documentGuid": attrs.get("documentGuid") or None,
+            "description": attrs.get("description") or None, "filename": attrs.get("filename") or None,
+            "documentDescription": attrs.get("documentDescription") or None,
+        }
+
+
+VIEWPOINTS_HELP = (
+    "BCF-API 3.0 viewpoints (xeokit BCFViewpointsPlugin getViewpoint()/setViewpoint()); images as snapshot_data/bitmap_data "
+    "(base64 or a data: URL, PNG or JPEG, at most 5 MB) or snapshot_url/bitmap_url of an image the issue has"
+)
+
+
+@extend_schema_field({"type": "array", "items": {"type": "object"}, "description": VIEWPOINTS_HELP})
+class ViewpointsField(serializers.Field):
+    """Checked by issues_app.viewpoints; the context's `kept_urls` are the images the issue has."""
+
+    def to_internal_value(self, data):
+        try:
+            return clean_viewpoints(data, kept_urls=self.context.get("kept_urls", set()), new_guid=lambda: str(uuid.uuid4()))
+        except ViewpointError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def to_representation(self, value):
+        return value
+
+
+class TopicFieldsSerializer(serializers.Serializer):
+    """The BCF topic fields of an issue (POST issues and PATCH)."""
+
+    topicType = StrictCharField(required=False, max_length=255)
+    priority = StrictCharField(required=False, allow_blank=True, max_length=255)
+    labels = text_list(required=False)
+    assignedTo = StrictCharField(required=False, allow_blank=True, max_length=255)
+    dueDate = serializers.DateTimeField(required=False, allow_null=True)
+    stage = StrictCharField(required=False, allow_blank=True, max_length=255)
+    referenceLinks = text_list(2048, required=False)
+    relatedTopics = serializers.ListField(child=GuidField(), max_length=MAX_LIST_ITEMS, required=False, help_text="BCF topic GUIDs (see topicGuid)")
+    documentReferences = serializers.ListField(child=DocumentReferenceSerializer(), max_length=100, required=False)
+    viewpoints = ViewpointsField(required=False, help_text=VIEWPOINTS_HELP)
+
+
+class IssueInputSerializer(TopicFieldsSerializer):
     """The JSON `issue` part of POST issues."""
 
     entityId = StrictCharField(required=False, allow_blank=True, max_length=64, default="")
@@ -40,6 +113,10 @@ class IssueInputSerializer(serializers.Serializer):
     author = AuthorField()
     provenance = ProvenanceField()
     camera = CameraSerializer(required=False, allow_null=True, default=None)
+
+    def validate(self, attrs):
+        attrs.setdefault("topicType", DEFAULT_TOPIC_TYPE)
+        return attrs
 
 
 class IssueCreateSerializer(serializers.Serializer):
@@ -65,21 +142,89 @@ class IssueSerializer(serializers.Serializer):
     screenshot = serializers.CharField(help_text="relative path of the PNG, empty when none")
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
+    topicGuid = serializers.CharField(source="bcf_topic_guid", help_text="the issue's BCF topic GUID (imported, or derived from model and issue)")
+    topicType = serializers.CharField(source="topic_type")
+    priority = serializers.CharField()
+    labels = serializers.ListField(child=serializers.CharField())
+    assignedTo = serializers.CharField(source="assigned_to")
+    dueDate = serializers.DateTimeField(source="due_date", allow_null=True)
+    stage = serializers.CharField()
+    referenceLinks = serializers.ListField(child=serializers.CharField(), source="reference_links")
+    relatedTopics = serializers.ListField(child=serializers.CharField(), source="related_topics", help_text="BCF topic GUIDs")
+    documentReferences = serializers.JSONField(source="document_references", help_text="[{guid, url, documentGuid, description, filename, documentDescription}]")
+    creationAuthor = serializers.CharField(source="author", help_text="BCF CreationAuthor (the same as author)")
+    modifiedAuthor = serializers.CharField(source="modified_author", help_text="who changed the topic last, empty when never changed")
+    modifiedAt = serializers.DateTimeField(source="modified_at", allow_null=True, help_text="last change of the topic or its comments, null when never changed")
+    viewpoints = ViewpointsField(help_text="BCF-API 3.0 viewpoints; snapshot {snapshot_type, snapshot_url}, bitmaps with bitmap_url")
 
 
-READ_ONLY_ISSUE_KEYS = {"id", "entityId", "entityName", "entityType", "author", "provenance", "camera", "screenshot", "createdAt", "updatedAt"}
+class KnownKeysSerializer(serializers.Serializer):
+    """Refuses keys that are neither fields nor the record's read-only keys (a client may echo what it read)."""
+
+    read_only_keys: set[str] = set()
+
+    def validate(self, attrs):
+        unknown = sorted(set(self.initial_data) - set(self.fields) - self.read_only_keys)
+        if unknown:
+            raise serializers.ValidationError(f"unknown field(s) {', '.join(unknown)}; changeable: {', '.join(self.fields)}")
+        return attrs
 
 
-class IssuePatchSerializer(serializers.Serializer):
+class IssuePatchSerializer(KnownKeysSerializer, TopicFieldsSerializer):
+    read_only_keys = {
+        "id", "entityId", "entityName", "entityType", "author", "provenance", "camera", "screenshot", "createdAt", "updatedAt",
+        "topicGuid", "creationAuthor", "modifiedAt",
+    }
+
     title = StrictCharField(required=False, max_length=512)
     comment = StrictCharField(required=False, allow_blank=True)
     status = serializers.ChoiceField(required=False, choices=Issue.Status.choices)
+    modifiedAuthor = AuthorField(help_text="who makes this change (default local-user)")
 
-    def validate(self, attrs):
-        unknown = sorted(set(self.initial_data) - set(self.fields) - READ_ONLY_ISSUE_KEYS)
-        if unknown:
-            raise serializers.ValidationError(f"only title, comment and status can be changed; unknown: {', '.join(unknown)}")
-        return attrs
+
+class IssueFilterSerializer(serializers.Serializer):
+    """Query parameters of GET issues; every one given must match."""
+
+    status = serializers.ChoiceField(required=False, choices=Issue.Status.choices)
+    priority = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    assignedTo = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    label = serializers.CharField(required=False, max_length=255, help_text="one of the issue's labels")
+    topicType = serializers.CharField(required=False, max_length=255)
+    stage = serializers.CharField(required=False, allow_blank=True, max_length=255)
+    entityId = serializers.CharField(required=False, max_length=64)
+    q = serializers.CharField(required=False, max_length=255, help_text="text in title, comment, entityName or id (case-insensitive)")
+
+
+class CommentSerializer(serializers.Serializer):
+    id = serializers.CharField(source="guid", help_text="the comment's GUID (lowercase UUID), also its BCF Comment Guid")
+    author = serializers.CharField()
+    date = serializers.DateTimeField()
+    text = serializers.CharField()
+    viewpointGuid = serializers.SerializerMethodField(help_text="a viewpoint of the issue, null when none")
+    modifiedDate = serializers.DateTimeField(source="modified_date", allow_null=True)
+    modifiedAuthor = serializers.CharField(source="modified_author", help_text="empty when never modified")
+
+    def get_viewpointGuid(self, comment: Comment) -> str | None:
+        return comment.viewpoint_guid or None
+
+
+COMMENT_READ_ONLY_KEYS = {"id", "date", "modifiedDate"}
+
+
+class CommentInputSerializer(KnownKeysSerializer):
+    read_only_keys = COMMENT_READ_ONLY_KEYS | {"modifiedAuthor"}
+
+    text = StrictCharField(trim_whitespace=False)
+    author = AuthorField()
+    viewpointGuid = GuidField(required=False, allow_null=True, allow_blank=True)
+
+
+class CommentPatchSerializer(KnownKeysSerializer):
+    read_only_keys = COMMENT_READ_ONLY_KEYS | {"author"}
+
+    text = StrictCharField(required=False, trim_whitespace=False)
+    viewpointGuid = GuidField(required=False, allow_null=True, allow_blank=True)
+    modifiedAuthor = AuthorField(help_text="who makes this change (default local-user)")
 
 
 class PropertiesUpdateSerializer(serializers.Serializer):
@@ -143,6 +288,10 @@ class BcfImportedTopicSerializer(serializers.Serializer):
     notes = serializers.ListField(child=serializers.CharField(), help_text="what of the topic was not kept, and why")
 
 
+class BcfUpdatedTopicSerializer(BcfImportedTopicSerializer):
+    changes = serializers.ListField(child=serializers.CharField(), help_text="changed fields (API names), viewpoints, and 'comment <guid> added|changed|removed'")
+
+
 class BcfSkippedTopicSerializer(serializers.Serializer):
     topic = serializers.CharField(help_text="the BCF topic guid")
     title = serializers.CharField()
@@ -151,4 +300,5 @@ class BcfSkippedTopicSerializer(serializers.Serializer):
 
 class BcfImportResultSerializer(serializers.Serializer):
     imported = BcfImportedTopicSerializer(many=True)
+    updated = BcfUpdatedTopicSerializer(many=True, help_text="known topics that changed after their issue")
     skipped = BcfSkippedTopicSerializer(many=True)

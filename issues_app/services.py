@@ -1,20 +1,27 @@
-"""Use cases of the review records: issues with screenshots, property overrides, the change log and the migration
-of overrides into the build script."""
+"""Use cases of the review records: issues with screenshots and viewpoints, their comment threads, property
+overrides, the change log, the migration of overrides into the build script and the BCF 3.0 exchange."""
 
 from __future__ import annotations
 
+import datetime
+import hashlib
+import json
 import logging
 import re
+import secrets
+import tempfile
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
-from django.core.files.base import ContentFile
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from issues_app import bcf
-from issues_app.models import OVERRIDE_FIELDS, ChangeEntry, Issue, Override, OverrideMigration
+from issues_app.models import OVERRIDE_FIELDS, ChangeEntry, Comment, Issue, Override, OverrideMigration
 from issues_app.selectors import element_ifc_value, element_name_and_type, issue_list_json
+from issues_app.viewpoints import GUID_RE, PendingImage, camera_of, image_urls, pending_images, selected_guid
 from models_app import edit_client
 from models_app.models import IfcModel
 from models_app.services import model_get, request_conversion
@@ -26,9 +33,18 @@ logger = logging.getLogger(__name__)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SCREENSHOT_MAX_BYTES = 5 * 1024 * 1024
-SCREENSHOT_NAME_RE = re.compile(r"^(i_[0-9a-f]{12})\.png$")
+# issue images: the screenshot i_<12 hex>.png, viewpoint snapshots and bitmaps i_<12 hex>-<12 hex>.png|jpg
+IMAGE_NAME_RE = re.compile(r"^(i_[0-9a-f]{12})(?:\.png|-[0-9a-f]{12}\.(?:png|jpg))$")
 ISSUE_ID_RE = re.compile(r"^i_[0-9a-f]{12}$")
 MIGRATION_STALE_AFTER = timedelta(minutes=15)
+COMMENT_MAX_CHARS = 10_000
+DOCUMENTS_FOLDER = "documents"
+# PATCH field (API name) -> column
+TOPIC_FIELDS = {
+    "title": "title", "comment": "comment", "status": "status", "topicType": "topic_type", "priority": "priority", "labels": "labels",
+    "assignedTo": "assigned_to", "dueDate": "due_date", "stage": "stage", "referenceLinks": "reference_links",
+    "relatedTopics": "related_topics", "documentReferences": "document_references",
+}
 
 
 # --- issues ----------------------------------------------------------------------------------------------------
@@ -38,9 +54,9 @@ def issue_list(model_id: str):
     return model_get(model_id).issues.order_by("-created_at")
 
 
-def issue_list_json_data(model_id: str) -> bytes:
-    """The JSON of the model's issues as the API shows them, newest first."""
-    return issue_list_json(model_get(model_id).id)
+def issue_list_json_data(model_id: str, filters: dict | None = None) -> bytes:
+    """The JSON of the model's issues as the API shows them, newest first, optionally filtered (selectors)."""
+    return issue_list_json(model_get(model_id).id, filters or {})
 
 
 def issue_get(model_id: str, issue_id: str) -> Issue:
@@ -53,14 +69,43 @@ def issue_get(model_id: str, issue_id: str) -> Issue:
         raise NotFound(f"issue {issue_id} not found in model {model.id}") from None
 
 
+def issues_folder(model_id: str) -> Path:
+    return model_dir(model_id) / "issues"
+
+
+def image_url(model_id: str, file_name: str) -> str:
+    return f"/v1/models/{model_id}/issues/{file_name}"
+
+
+def issue_image_urls(issue: Issue) -> set[str]:
+    """URLs of the images the issue has (its viewpoints' snapshots and bitmaps, its screenshot): the ones a PATCH of
+    its viewpoints may name instead of sending the data again."""
+    urls = image_urls(issue.viewpoints or [])
+    if issue.screenshot:
+        urls.add(image_url(issue.model_id, Path(issue.screenshot).name))
+    return urls
+
+
+def _image_path(model_id: str, issue_id: str, url: str) -> Path | None:
+    """The file behind an image URL of the issue, None when it is not one of its images."""
+    prefix = image_url(model_id, "")
+    name = url[len(prefix):] if url.startswith(prefix) else ""
+    match = IMAGE_NAME_RE.match(name)
+    if not match or match.group(1) != issue_id:
+        return None
+    path = issues_folder(model_id) / name
+    return path if path.is_file() else None
+
+
 def screenshot_file(model_id: str, file_name: str) -> Path:
-    """Path of an issue screenshot; the name must be exactly i_<12 hex>.png (no path tricks reach the disk)."""
+    """Path of an issue image (screenshot, viewpoint snapshot or bitmap); the name must match the image pattern
+    exactly (no path tricks reach the disk)."""
     model = model_get(model_id)
-    if not SCREENSHOT_NAME_RE.match(file_name or ""):
-        raise NotFound(f"invalid screenshot name {file_name!r}: expected i_ + 12 hex digits + .png")
-    path = model_dir(model.id) / "issues" / file_name
+    if not IMAGE_NAME_RE.match(file_name or ""):
+        raise NotFound(f"invalid image name {file_name!r}: expected i_<12 hex>.png or i_<12 hex>-<12 hex>.png|jpg")
+    path = issues_folder(model.id) / file_name
     if not path.is_file():
-        raise NotFound(f"screenshot {file_name} not found")
+        raise NotFound(f"image {file_name} not found")
     return path
 
 
@@ -73,26 +118,104 @@ def _check_screenshot(upload) -> None:
     upload.seek(0)
 
 
-def _store_screenshot(model_id: str, issue_id: str, upload) -> str:
-    folder = model_dir(model_id) / "issues"
+def _issues_folder_for_writing(model_id: str) -> Path:
+    folder = issues_folder(model_id)
     try:
         folder.mkdir(exist_ok=True)  # never the model folder itself: a deleted model stays deleted
     except FileNotFoundError:
         raise NotFound(f"model {model_id} not found") from None
-    target = folder / f"{issue_id}.png"
+    return folder
+
+
+def _store_file(target: Path, write) -> None:
     staged = temp_path_beside(target)
-    with open(staged, "wb") as handle:
+    try:
+        with open(staged, "wb") as handle:
+            write(handle)
+        publish_file(staged, target)
+    finally:
+        staged.unlink(missing_ok=True)
+
+
+def _store_screenshot(model_id: str, issue_id: str, upload) -> str:
+    target = _issues_folder_for_writing(model_id) / f"{issue_id}.png"
+
+    def write(handle):
         for chunk in upload.chunks():
             handle.write(chunk)
-    publish_file(staged, target)
+
+    _store_file(target, write)
     return f"issues/{target.name}"
 
 
+class FileBatch:
+    """Files a use case writes: removed again when it fails, so a failed request leaves no file behind."""
+
+    def __init__(self, model_id: str, issue_id: str):
+        self.model_id, self.issue_id = model_id, issue_id
+        self.created: list[Path] = []
+
+    def store_image(self, image: PendingImage) -> str:
+        target = _issues_folder_for_writing(self.model_id) / f"{self.issue_id}-{secrets.token_hex(6)}.{image.image_type}"
+        self.created.append(target)
+        _store_file(target, image.write)
+        return image_url(self.model_id, target.name)
+
+    def discard(self) -> None:
+        for path in self.created:
+            path.unlink(missing_ok=True)
+
+
+@contextmanager
+def _file_batch(model_id: str, issue_id: str):
+    batch = FileBatch(model_id, issue_id)
+    try:
+        yield batch
+    except BaseException:
+        batch.discard()
+        raise
+
+
+def _stored_viewpoints(viewpoints: list[dict], batch: FileBatch) -> list[dict]:
+    """The viewpoints with their new images stored as files of the issue (URLs instead of data)."""
+    for viewpoint in viewpoints:
+        for entry in pending_images(viewpoint):
+            url = batch.store_image(entry.pop("pending"))
+            entry["snapshot_url" if "snapshot_type" in entry else "bitmap_url"] = url
+    return viewpoints
+
+
+def _screenshot_of(viewpoints: list[dict]) -> str:
+    """The screenshot path of an issue with viewpoints: its first viewpoint's snapshot, when that is a PNG."""
+    snapshot = viewpoints[0].get("snapshot") if viewpoints else None
+    if snapshot and snapshot["snapshot_type"] == "png":
+        return "issues/" + snapshot["snapshot_url"].rsplit("/", 1)[-1]
+    return ""
+
+
+def _remove_unused_images(issue: Issue, before: set[str]) -> None:
+    for url in before - issue_image_urls(issue):
+        path = _image_path(issue.model_id, issue.id, url)
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+
+def _topic_values(data: dict) -> dict:
+    """Model fields from validated topic fields (API names)."""
+    return {column: data[name] for name, column in TOPIC_FIELDS.items() if name in data and name not in ("title", "comment", "status")}
+
+
 def issue_create(*, model_id: str, data: dict, screenshot=None) -> Issue:
-    """data: validated fields (entityId, entityName, entityType, title, comment, author, provenance, camera)."""
+    """data: validated fields (entityId, entityName, entityType, title, comment, author, provenance, camera, the topic
+    fields and viewpoints). A screenshot becomes the snapshot of the first viewpoint (which then must have none of its
+    own); without a screenshot, a PNG snapshot of the first viewpoint is the screenshot. Without a camera, the first
+    viewpoint's camera is the issue's."""
     model = model_get(model_id)
+    viewpoints = data.get("viewpoints") or []
     if screenshot is not None:
         _check_screenshot(screenshot)
+        if viewpoints and viewpoints[0].get("snapshot"):
+            raise InvalidInput("give the screenshot either as the 'screenshot' part or as the first viewpoint's snapshot, not both")
     issue = Issue(
         model=model,
         entity_id=data.get("entityId", ""),
@@ -102,41 +225,163 @@ def issue_create(*, model_id: str, data: dict, screenshot=None) -> Issue:
         comment=data.get("comment", ""),
         author=data.get("author") or DEFAULT_AUTHOR,
         provenance=data.get("provenance") or Provenance.UI.value,
-        camera=data.get("camera"),
+        camera=data.get("camera") or (camera_of(viewpoints[0]) if viewpoints else None),
+        **_topic_values(data),
     )
-    stored = None
-    try:
+    issue.bcf_topic_guid = bcf.topic_guid_for(model.id, issue.id)
+    with _file_batch(model.id, issue.id) as batch:
         with transaction.atomic():
             if screenshot is not None:
-                issue.screenshot = stored = _store_screenshot(model.id, issue.id, screenshot)
+                issue.screenshot = _store_screenshot(model.id, issue.id, screenshot)
+                batch.created.append(model_dir(model.id) / issue.screenshot)
+                if viewpoints:
+                    viewpoints[0]["snapshot"] = {"snapshot_type": "png", "snapshot_url": image_url(model.id, f"{issue.id}.png")}
+            issue.viewpoints = _stored_viewpoints(viewpoints, batch)
+            if viewpoints and screenshot is None:
+                issue.screenshot = _screenshot_of(issue.viewpoints)
             issue.save(force_insert=True)
-    except BaseException:
-        if stored:
-            (model_dir(model.id) / stored).unlink(missing_ok=True)
-        raise
     return issue
+
+
+def _check_references(issue: Issue, viewpoints: list[dict] | None, document_references: list[dict] | None) -> None:
+    if viewpoints is not None:
+        kept = {viewpoint["guid"] for viewpoint in viewpoints}
+        orphaned = issue.comments.exclude(viewpoint_guid="").exclude(viewpoint_guid__in=kept).values_list("guid", "viewpoint_guid").first()
+        if orphaned:
+            raise InvalidInput(f"viewpoint {orphaned[1]} is referred to by comment {orphaned[0]}: change or delete the comment first")
+    for reference in document_references or ():
+        if reference.get("documentGuid") and not (issues_folder(issue.model_id) / DOCUMENTS_FOLDER / reference["documentGuid"]).is_file():
+            raise InvalidInput(f"documentReferences: document {reference['documentGuid']} is not stored with this model")
 
 
 def issue_update(*, model_id: str, issue_id: str, changes: dict) -> Issue:
     """Only the given fields change (row lock, so concurrent changes of other fields survive); nothing given
-    changes nothing."""
+    changes nothing. A change sets modifiedAt (now) and modifiedAuthor. New viewpoints replace the issue's; images
+    no viewpoint keeps are removed."""
     issue_get(model_id, issue_id)
-    with transaction.atomic():
-        issue = Issue.objects.select_for_update().get(pk=issue_id)
-        fields = [field for field in ("title", "comment", "status") if field in changes and getattr(issue, field) != changes[field]]
-        for field in fields:
-            setattr(issue, field, changes[field])
-        if fields:
-            issue.save(update_fields=[*fields, "updated_at"])
+    with _file_batch(model_id, issue_id) as batch:
+        with transaction.atomic():
+            issue = Issue.objects.select_for_update().get(pk=issue_id)
+            _check_references(issue, changes.get("viewpoints"), changes.get("documentReferences"))
+            images_before = issue_image_urls(issue)
+            fields = [column for name, column in TOPIC_FIELDS.items() if name in changes and getattr(issue, column) != changes[name]]
+            for name, column in TOPIC_FIELDS.items():
+                if column in fields:
+                    setattr(issue, column, changes[name])
+            if "viewpoints" in changes:
+                viewpoints = changes["viewpoints"]
+                if viewpoints and not issue.viewpoints and issue.screenshot and not viewpoints[0].get("snapshot"):
+                    viewpoints[0]["snapshot"] = {"snapshot_type": "png", "snapshot_url": image_url(issue.model_id, Path(issue.screenshot).name)}
+                viewpoints = _stored_viewpoints(viewpoints, batch)
+                if viewpoints != issue.viewpoints:
+                    issue.viewpoints = viewpoints
+                    fields.append("viewpoints")
+                    screenshot = _screenshot_of(viewpoints) if viewpoints else issue.screenshot
+                    if screenshot != issue.screenshot:
+                        issue.screenshot = screenshot
+                        fields.append("screenshot")
+            if fields:
+                issue.modified_at = timezone.now()
+                issue.modified_author = changes.get("modifiedAuthor") or DEFAULT_AUTHOR
+                issue.save(update_fields=[*fields, "modified_at", "modified_author", "updated_at"])
+    _remove_unused_images(issue, images_before)
     return issue
 
 
 def issue_delete(*, model_id: str, issue_id: str) -> None:
     issue = issue_get(model_id, issue_id)
-    screenshot = model_dir(issue.model_id) / issue.screenshot if issue.screenshot else None
+    issue_id, folder = issue.id, issues_folder(issue.model_id)
     issue.delete()
-    if screenshot is not None:
-        screenshot.unlink(missing_ok=True)
+    for path in [folder / f"{issue_id}.png", *folder.glob(f"{issue_id}-*")]:
+        path.unlink(missing_ok=True)
+
+
+# --- comments --------------------------------------------------------------------------------------------------
+
+
+def _comment_lookup(issue: Issue, comment_id: str) -> Comment:
+    if not GUID_RE.match(comment_id or ""):
+        raise NotFound(f"invalid comment id {comment_id!r}: expected a lowercase UUID (8-4-4-4-12 hex digits)")
+    try:
+        return issue.comments.get(guid=comment_id)
+    except Comment.DoesNotExist:
+        raise NotFound(f"comment {comment_id} not found in issue {issue.id}") from None
+
+
+def _check_viewpoint_guid(issue: Issue, viewpoint_guid: str | None) -> None:
+    if viewpoint_guid and viewpoint_guid not in {viewpoint["guid"] for viewpoint in issue.viewpoints or ()}:
+        raise InvalidInput(f"viewpointGuid {viewpoint_guid} is not a viewpoint of issue {issue.id}")
+
+
+def _touch_issue(issue: Issue, author: str | None) -> None:
+    """A comment change is a change of the topic: modifiedAt moves (which also refreshes the cached issue list)."""
+    issue.modified_at = timezone.now()
+    fields = ["modified_at", "updated_at"]
+    if author:
+        issue.modified_author = author
+        fields.append("modified_author")
+    issue.save(update_fields=fields)
+
+
+def _locked_issue(model_id: str, issue_id: str) -> Issue:
+    issue_get(model_id, issue_id)
+    return Issue.objects.select_for_update().get(pk=issue_id)
+
+
+def comment_list(model_id: str, issue_id: str):
+    return issue_get(model_id, issue_id).comments.order_by("date", "id")
+
+
+def comment_get(model_id: str, issue_id: str, comment_id: str) -> Comment:
+    return _comment_lookup(issue_get(model_id, issue_id), comment_id)
+
+
+def comment_add(*, model_id: str, issue_id: str, text: str, author: str = DEFAULT_AUTHOR, viewpoint_guid: str | None = None) -> Comment:
+    """A new comment at the end of the issue's thread; viewpoint_guid must name one of the issue's viewpoints."""
+    if not (text or "").strip():
+        raise InvalidInput("text: a comment needs text")
+    if len(text) > COMMENT_MAX_CHARS:
+        raise InvalidInput(f"text: at most {COMMENT_MAX_CHARS} characters")
+    with transaction.atomic():
+        issue = _locked_issue(model_id, issue_id)
+        _check_viewpoint_guid(issue, viewpoint_guid)
+        comment = Comment.objects.create(issue=issue, text=text, author=author or DEFAULT_AUTHOR, viewpoint_guid=viewpoint_guid or "")
+        _touch_issue(issue, comment.author)
+    return comment
+
+
+def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: dict) -> Comment:
+    """changes: text, viewpointGuid (None or "" removes the reference), modifiedAuthor. A real change sets
+    modifiedDate and modifiedAuthor; nothing given changes nothing."""
+    if "text" in changes and not (changes["text"] or "").strip():
+        raise InvalidInput("text: a comment needs text")
+    if len(changes.get("text") or "") > COMMENT_MAX_CHARS:
+        raise InvalidInput(f"text: at most {COMMENT_MAX_CHARS} characters")
+    with transaction.atomic():
+        issue = _locked_issue(model_id, issue_id)
+        comment = _comment_lookup(issue, comment_id)
+        if "viewpointGuid" in changes:
+            _check_viewpoint_guid(issue, changes["viewpointGuid"])
+        fields = []
+        if "text" in changes and changes["text"] != comment.text:
+            comment.text = changes["text"]
+            fields.append("text")
+        if "viewpointGuid" in changes and (changes["viewpointGuid"] or "") != comment.viewpoint_guid:
+            comment.viewpoint_guid = changes["viewpointGuid"] or ""
+            fields.append("viewpoint_guid")
+        if fields:
+            comment.modified_date = timezone.now()
+            comment.modified_author = changes.get("modifiedAuthor") or DEFAULT_AUTHOR
+            comment.save(update_fields=[*fields, "modified_date", "modified_author"])
+            _touch_issue(issue, comment.modified_author)
+    return comment
+
+
+def comment_delete(*, model_id: str, issue_id: str, comment_id: str) -> None:
+    with transaction.atomic():
+        issue = _locked_issue(model_id, issue_id)
+        _comment_lookup(issue, comment_id).delete()
+        _touch_issue(issue, None)
 
 
 # --- overrides and change log ----------------------------------------------------------------------------------
@@ -321,103 +566,220 @@ def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
 # --- BCF exchange ----------------------------------------------------------------------------------------------
 
 
-def _screenshot_bytes(model_id: str, issue: Issue) -> bytes | None:
-    if not issue.screenshot:
-        return None
-    try:
-        return (model_dir(model_id) / issue.screenshot).read_bytes()
-    except FileNotFoundError:
-        return None
+def _model_image_path(model_id: str, url: str) -> Path | None:
+    match = IMAGE_NAME_RE.match(url.rsplit("/", 1)[-1]) if url.startswith(image_url(model_id, "")) else None
+    return _image_path(model_id, match.group(1), url) if match else None
 
 
-def issues_export_bcf(model_id: str) -> tuple[str, bytes]:
-    """The model's issues as a BCF 3.0 archive: (file name, bytes)."""
+def _document_path(model_id: str, document_guid: str) -> Path:
+    return issues_folder(model_id) / DOCUMENTS_FOLDER / document_guid
+
+
+def _topic_record(issue: Issue) -> bcf.TopicRecord:
+    screenshot = model_dir(issue.model_id) / issue.screenshot if issue.screenshot else None
+    return bcf.TopicRecord(
+        guid=issue.bcf_topic_guid or bcf.topic_guid_for(issue.model_id, issue.id), title=issue.title, status=issue.status,
+        creation_author=issue.author, created_at=issue.created_at, description=issue.comment, topic_status=issue.bcf_topic_status,
+        topic_type=issue.topic_type, provenance=issue.provenance, priority=issue.priority, labels=list(issue.labels),
+        assigned_to=issue.assigned_to, due_date=issue.due_date, stage=issue.stage, reference_links=list(issue.reference_links),
+        related_topics=list(issue.related_topics), document_references=list(issue.document_references), header_files=list(issue.bcf_header_files),
+        modified_author=issue.modified_author, modified_at=issue.modified_at,
+        comments=[
+            bcf.CommentRecord(guid=c.guid, author=c.author, date=c.date, text=c.text, viewpoint_guid=c.viewpoint_guid, modified_date=c.modified_date, modified_author=c.modified_author)
+            for c in issue.comments.all()
+        ],
+        viewpoints=issue.viewpoints or [], camera=issue.camera, entity_id=issue.entity_id,
+        screenshot=screenshot if screenshot is not None and screenshot.is_file() else None,
+    )
+
+
+def issues_export_bcf(model_id: str):
+    """The model's issues as a BCF 3.0 archive: (file name, an open temporary file holding it, at position 0; it is
+    deleted when closed)."""
     model = model_get(model_id)
-    records = [
-        bcf.IssueRecord(
-            issue_id=issue.id, title=issue.title, comment=issue.comment, status=issue.status, author=issue.author,
-            provenance=issue.provenance, entity_id=issue.entity_id, entity_type=issue.entity_type, camera=issue.camera,
-            created_at=issue.created_at, updated_at=issue.updated_at, screenshot_png=_screenshot_bytes(model.id, issue),
-            topic_guid=issue.bcf_topic_guid or bcf.topic_guid_for(model.id, issue.id),
+    issues = list(model.issues.order_by("created_at").prefetch_related("comments"))
+    documents = {}
+    for issue in issues:
+        for reference in issue.document_references:
+            guid = reference.get("documentGuid")
+            if guid and _document_path(model.id, guid).is_file():
+                documents[guid] = (reference.get("filename") or guid, reference.get("documentDescription") or "", _document_path(model.id, guid))
+    handle = tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR)
+    try:
+        bcf.write_bcf_archive(
+            handle, project_id=model.id, project_name=model.name or model.id, topics=[_topic_record(issue) for issue in issues],
+            documents=documents, image_file=lambda url: _model_image_path(model.id, url),
         )
-        for issue in model.issues.order_by("created_at")
-    ]
-    return f"{model.id}-issues.bcfzip", bcf.write_bcf_archive(model.name or model.id, records)
+        handle.seek(0)
+    except BaseException:
+        handle.close()
+        raise
+    return f"{model.id}-issues.bcfzip", handle
 
 
-def _known_topic_guids(model: IfcModel) -> dict[str, str]:
-    known = {}
-    for issue_id, topic_guid in model.issues.values_list("id", "bcf_topic_guid"):
-        known[bcf.topic_guid_for(model.id, issue_id)] = issue_id
-        if topic_guid:
-            known[topic_guid] = issue_id
-    return known
-
-
-def _skip_reason(topic: bcf.TopicRecord, known: dict[str, str]) -> str | None:
-    if topic.guid in known:
-        return f"already imported as issue {known[topic.guid]}"
+def _skip_reason(topic: bcf.TopicRecord) -> str | None:
     if not topic.title:
         return "the topic has no title"
     if len(topic.title) > 512:
         return "the title is longer than 512 characters"
-    if len(topic.entity_id) > 64:
+    viewpoint_entity = selected_guid(topic.viewpoints[0]) if topic.viewpoints else ""
+    if len(viewpoint_entity) > 64:
         return "the selected component's IfcGuid is longer than 64 characters"
+    for name, value in (("TopicType", topic.topic_type), ("Priority", topic.priority), ("AssignedTo", topic.assigned_to), ("Stage", topic.stage),
+                        ("CreationAuthor", topic.creation_author), ("ModifiedAuthor", topic.modified_author),
+                        *(("a comment's Author", c.author) for c in topic.comments), *(("a comment's ModifiedAuthor", c.modified_author) for c in topic.comments)):
+        if len(value) > 255:
+            return f"{name} is longer than 255 characters"
     return None
 
 
-def _topic_screenshot(topic: bcf.TopicRecord) -> ContentFile | None:
-    if not topic.snapshot:
-        return None
-    if not topic.snapshot.startswith(PNG_SIGNATURE):
-        topic.notes.append("snapshot not kept: only PNG screenshots are stored")
-        return None
-    if len(topic.snapshot) > SCREENSHOT_MAX_BYTES:
-        topic.notes.append("snapshot not kept: larger than 5 MB")
-        return None
-    return ContentFile(topic.snapshot, name="snapshot.png")
-
-
-def _issue_from_topic(model: IfcModel, topic: bcf.TopicRecord) -> Issue:
-    entity_name, entity_type = element_name_and_type(model.id, topic.entity_id) if topic.entity_id else ("", "")
+def _issue_values(model: IfcModel, topic: bcf.TopicRecord, viewpoints: list[dict]) -> dict:
+    """The issue's fields from a topic (its first viewpoint gives camera, element and screenshot)."""
+    entity_id = selected_guid(viewpoints[0]) if viewpoints else ""
+    entity_name, entity_type = element_name_and_type(model.id, entity_id) if entity_id else ("", "")
     if not entity_type:
-        entity_type = next((label for label in topic.labels if label.startswith("Ifc")), "")
-    data = {
-        "entityId": topic.entity_id, "entityName": entity_name[:512], "entityType": entity_type[:128], "title": topic.title,
-        "comment": topic.comment, "author": (topic.author or DEFAULT_AUTHOR)[:255], "provenance": topic.provenance, "camera": topic.camera,
+        entity_type = next((label for label in topic.labels if label.startswith("Ifc")), "") if entity_id else ""
+    return {
+        "entity_id": entity_id, "entity_name": entity_name[:512], "entity_type": entity_type[:128], "title": topic.title, "comment": topic.description,
+        "author": topic.creation_author or DEFAULT_AUTHOR, "provenance": topic.provenance, "camera": camera_of(viewpoints[0]) if viewpoints else None,
+        "status": topic.status, "bcf_topic_status": topic.topic_status, "topic_type": topic.topic_type, "priority": topic.priority, "labels": topic.labels,
+        "assigned_to": topic.assigned_to, "due_date": topic.due_date, "stage": topic.stage, "reference_links": topic.reference_links,
+        "related_topics": topic.related_topics, "document_references": topic.document_references, "bcf_header_files": topic.header_files,
+        "modified_author": topic.modified_author, "modified_at": topic.modified_at, "created_at": topic.created_at, "viewpoints": viewpoints,
+        "screenshot": _screenshot_of(viewpoints),
     }
-    issue = issue_create(model_id=model.id, data=data, screenshot=_topic_screenshot(topic))
-    # updated_at stays the import time: the cached issue list relies on every write moving it forward
-    Issue.objects.filter(pk=issue.id).update(status=topic.status, bcf_topic_guid=topic.guid, created_at=topic.created_at or issue.created_at)
+
+
+def _store_documents(model: IfcModel, topic: bcf.TopicRecord, documents: dict, created: list[Path]) -> None:
+    """The archive's documents the topic refers to, stored once per model (a document GUID names one document)."""
+    for reference in topic.document_references:
+        guid = reference.get("documentGuid")
+        target = _document_path(model.id, guid) if guid else None
+        if target is None or target.is_file():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        created.append(target)
+        _store_file(target, documents[guid].write)
+
+
+def _comment_values(record: bcf.CommentRecord) -> dict:
+    return {"author": record.author, "date": record.date, "text": record.text, "viewpoint_guid": record.viewpoint_guid,
+            "modified_date": record.modified_date, "modified_author": record.modified_author}
+
+
+def _issue_from_topic(model: IfcModel, topic: bcf.TopicRecord, batch: FileBatch) -> Issue:
+    issue = Issue(model=model, id=batch.issue_id, bcf_topic_guid=topic.guid)
+    for name, value in _issue_values(model, topic, _stored_viewpoints(topic.viewpoints, batch)).items():
+        setattr(issue, name, value)
+    issue.save(force_insert=True)  # updated_at is the import time: the cached issue list relies on every write moving it forward
+    Comment.objects.bulk_create([Comment(issue=issue, guid=record.guid, **_comment_values(record)) for record in topic.comments])
     return issue
 
 
+def _image_digests(model_id: str, viewpoints: list[dict]) -> str:
+    """The viewpoints with each image URL replaced by the digest of its file: equal when nothing a user sees differs."""
+    def digest(url: str) -> str:
+        path = _model_image_path(model_id, url)
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path else ""
+
+    copies = []
+    for viewpoint in viewpoints:
+        copy = dict(viewpoint)
+        if copy.get("snapshot"):
+            copy["snapshot"] = {**copy["snapshot"], "snapshot_url": digest(copy["snapshot"]["snapshot_url"])}
+        copy["bitmaps"] = [{**bitmap, "bitmap_url": digest(bitmap["bitmap_url"])} for bitmap in copy.get("bitmaps") or ()]
+        copies.append(copy)
+    return json.dumps(copies, sort_keys=True)  # PostgreSQL's jsonb keeps no key order
+
+
+API_NAMES = {
+    "title": "title", "comment": "comment", "status": "status", "author": "creationAuthor", "provenance": "provenance", "topic_type": "topicType",
+    "priority": "priority", "labels": "labels", "assigned_to": "assignedTo", "due_date": "dueDate", "stage": "stage",
+    "reference_links": "referenceLinks", "related_topics": "relatedTopics", "document_references": "documentReferences",
+    "modified_author": "modifiedAuthor", "modified_at": "modifiedAt", "created_at": "createdAt", "entity_id": "entityId", "camera": "camera",
+}
+
+
+def _update_issue_from_topic(model: IfcModel, issue: Issue, topic: bcf.TopicRecord, batch: FileBatch) -> list[str]:
+    """The issue takes the topic's fields, viewpoints and comments (added, changed and removed); returns what changed."""
+    viewpoints = _stored_viewpoints(topic.viewpoints, batch)
+    same_viewpoints = _image_digests(model.id, viewpoints) == _image_digests(model.id, issue.viewpoints or [])
+    if same_viewpoints:
+        batch.discard()  # keep the files (and URLs) the issue has
+        batch.created.clear()
+        viewpoints = issue.viewpoints
+    values = _issue_values(model, topic, viewpoints)
+    changes = [label for name, label in API_NAMES.items() if getattr(issue, name) != values[name]]
+    if not same_viewpoints:
+        changes.append("viewpoints")
+    for name, value in values.items():
+        setattr(issue, name, value)
+    issue.save()
+    existing = {comment.guid: comment for comment in issue.comments.all()}
+    for record in topic.comments:
+        comment = existing.pop(record.guid, None)
+        if comment is None:
+            Comment.objects.create(issue=issue, guid=record.guid, **_comment_values(record))
+            changes.append(f"comment {record.guid} added")
+        elif any(getattr(comment, name) != value for name, value in _comment_values(record).items()):
+            Comment.objects.filter(pk=comment.pk).update(**_comment_values(record))
+            changes.append(f"comment {record.guid} changed")
+    for guid, comment in existing.items():
+        comment.delete()
+        changes.append(f"comment {guid} removed")
+    return changes
+
+
+def _issue_last_change(issue: Issue) -> datetime.datetime:
+    moments = [issue.modified_at or issue.created_at]
+    moments += [modified or date for date, modified in issue.comments.values_list("date", "modified_date")]
+    return max(moments)
+
+
 def issues_import_bcf(*, model_id: str, archive) -> dict:
-    """Topics of a BCF 3.0 archive become issues of the model (first viewpoint: camera, selected element, snapshot;
-    comments appended to the description). All or nothing: a bad archive raises 40001 and imports nothing; topics
-    that cannot become issues are reported as skipped with the reason."""
+    """Topics of a BCF 3.0 archive (a path, or a seekable binary file) become issues of the model with every
+    viewpoint, comment and topic field. A topic the model knows (imported before, or exported from it) updates its
+    issue when the topic changed later than the issue (the newest ModifiedDate or comment date of each side), else
+    it is skipped with the reason. All or nothing: a bad archive raises 40001 and changes nothing; topics that
+    cannot become issues are reported as skipped with the reason."""
     model = model_get(model_id)
+    imported, updated, skipped, batches, documents_created, images_before = [], [], [], [], [], []
     try:
-        topics = bcf.read_bcf_archive(archive)
-    except bcf.BcfArchiveError as exc:
-        raise InvalidInput(f"cannot import the BCF archive: {exc}") from None
-    imported, skipped, created = [], [], []
-    try:
-        with transaction.atomic():
+        with bcf.open_bcf_archive(archive) as content, transaction.atomic():
             IfcModel.objects.select_for_update().get(pk=model.id)  # one import at a time per model
-            known = _known_topic_guids(model)
-            for topic in topics:
-                reason = _skip_reason(topic, known)
+            known = {guid: issue_id for guid, issue_id in model.issues.values_list("bcf_topic_guid", "id") if guid}
+            for topic in content.topics:
+                reason = _skip_reason(topic)
                 if reason:
                     skipped.append({"topic": topic.guid, "title": topic.title, "reason": reason})
                     continue
-                issue = _issue_from_topic(model, topic)
-                created.append(issue)
-                known[topic.guid] = issue.id
-                imported.append({"topic": topic.guid, "issueId": issue.id, "title": topic.title, "notes": topic.notes})
-    except BaseException:
-        for issue in created:
-            if issue.screenshot:
-                (model_dir(model.id) / issue.screenshot).unlink(missing_ok=True)
+                issue = Issue.objects.select_for_update().get(pk=known[topic.guid]) if topic.guid in known else None
+                if issue is not None:
+                    local, remote = _issue_last_change(issue), topic.last_change()
+                    if remote <= local:
+                        reason = f"already imported as issue {issue.id}"
+                        if remote < local:
+                            reason = f"issue {issue.id} changed after the topic (issue {local.isoformat()}, topic {remote.isoformat()})"
+                        skipped.append({"topic": topic.guid, "title": topic.title, "reason": reason})
+                        continue
+                batches.append(batch := FileBatch(model.id, issue.id if issue else Issue().id))
+                _store_documents(model, topic, content.documents, documents_created)
+                if issue is None:
+                    issue = _issue_from_topic(model, topic, batch)
+                    known[topic.guid] = issue.id
+                    imported.append({"topic": topic.guid, "issueId": issue.id, "title": topic.title, "notes": topic.notes})
+                else:
+                    images_before.append((issue, issue_image_urls(issue)))
+                    changes = _update_issue_from_topic(model, issue, topic, batch)
+                    updated.append({"topic": topic.guid, "issueId": issue.id, "title": topic.title, "changes": changes, "notes": topic.notes})
+    except BaseException as exc:
+        for batch in batches:
+            batch.discard()
+        for path in documents_created:
+            path.unlink(missing_ok=True)
+        if isinstance(exc, bcf.BcfArchiveError):
+            raise InvalidInput(f"cannot import the BCF archive: {exc}") from None
         raise
-    return {"imported": imported, "skipped": skipped}
+    for issue, before in images_before:
+        _remove_unused_images(issue, before)
+    return {"imported": imported, "updated": updated, "skipped": skipped}

@@ -1,6 +1,6 @@
 import json
 
-from django.http import HttpResponse
+from django.http import FileResponse
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.parsers import JSONParser, MultiPartParser
@@ -12,7 +12,11 @@ from issues_app.serializers import (
     BcfImportResultSerializer,
     BcfImportSerializer,
     ChangeEntrySerializer,
+    CommentInputSerializer,
+    CommentPatchSerializer,
+    CommentSerializer,
     IssueCreateSerializer,
+    IssueFilterSerializer,
     IssueInputSerializer,
     IssuePatchSerializer,
     IssueSerializer,
@@ -24,13 +28,20 @@ from viewer_gateway.envelope import InvalidInput, enveloped_json
 from viewer_gateway.static_files import serve_file
 from viewer_gateway.uploads import BCF_ARCHIVE_MAX_BYTES, UploadLimit
 
-ISSUE_PART_MAX_BYTES = 1024 * 1024
+# the issue part may carry viewpoint snapshots as base64; the whole POST is capped at 5 MB + multipart overhead anyway
+ISSUE_PART_MAX_BYTES = 5 * 1024 * 1024
 
 
-def validated(serializer_class, data) -> dict:
-    serializer = serializer_class(data=data)
+def validated(serializer_class, data, context: dict | None = None) -> dict:
+    serializer = serializer_class(data=data, context=context or {})
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+def json_object(request) -> dict:
+    if not isinstance(request.data, dict):
+        raise InvalidInput("body must be a JSON object")
+    return request.data
 
 
 def _issue_part(request) -> dict:
@@ -42,7 +53,7 @@ def _issue_part(request) -> dict:
         raise InvalidInput("multipart part 'issue' (a JSON string) is required")
     if hasattr(raw, "read"):
         if raw.size > ISSUE_PART_MAX_BYTES:
-            raise InvalidInput("part 'issue' is larger than 1 MB")
+            raise InvalidInput("part 'issue' is larger than 5 MB")
         try:
             raw = raw.read().decode("utf-8")
         except UnicodeDecodeError:
@@ -61,9 +72,14 @@ class IssueListView(UploadLimit, APIView):
     upload_limit_bytes = services.SCREENSHOT_MAX_BYTES
     upload_limit_what = "screenshot"
 
-    @extend_schema(responses=IssueSerializer(many=True), summary="Issues of a model, newest first")
+    @extend_schema(
+        parameters=[IssueFilterSerializer], responses=IssueSerializer(many=True),
+        summary="Issues of a model, newest first (filters: status, priority, assignedTo, label, topicType, stage, entityId, q)",
+    )
     def get(self, request, model_id):
-        return enveloped_json(services.issue_list_json_data(model_id))
+        services.model_get(model_id)
+        filters = validated(IssueFilterSerializer, request.query_params)
+        return enveloped_json(services.issue_list_json_data(model_id, filters))
 
     @extend_schema(
         request={"multipart/form-data": IssueCreateSerializer},
@@ -80,12 +96,10 @@ class IssueListView(UploadLimit, APIView):
 class IssueDetailView(APIView):
     parser_classes = [JSONParser]
 
-    @extend_schema(request=IssuePatchSerializer, responses=IssueSerializer, summary="Change title, comment or status")
+    @extend_schema(request=IssuePatchSerializer, responses=IssueSerializer, summary="Change title, comment, status, topic fields or viewpoints")
     def patch(self, request, model_id, issue_id):
-        services.issue_get(model_id, issue_id)
-        if not isinstance(request.data, dict):
-            raise InvalidInput("body must be a JSON object")
-        changes = validated(IssuePatchSerializer, request.data)
+        issue = services.issue_get(model_id, issue_id)
+        changes = validated(IssuePatchSerializer, json_object(request), {"kept_urls": services.issue_image_urls(issue)})
         return Response(IssueSerializer(services.issue_update(model_id=model_id, issue_id=issue_id, changes=changes)).data)
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete an issue and its screenshot")
@@ -94,10 +108,44 @@ class IssueDetailView(APIView):
         return Response(None)
 
 
+class CommentListView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(responses=CommentSerializer(many=True), summary="Comments of an issue, oldest first")
+    def get(self, request, model_id, issue_id):
+        return Response(CommentSerializer(services.comment_list(model_id, issue_id), many=True).data)
+
+    @extend_schema(request=CommentInputSerializer, responses=CommentSerializer, summary="Add a comment to an issue")
+    def post(self, request, model_id, issue_id):
+        services.issue_get(model_id, issue_id)
+        data = validated(CommentInputSerializer, json_object(request))
+        comment = services.comment_add(model_id=model_id, issue_id=issue_id, text=data["text"], author=data["author"], viewpoint_guid=data.get("viewpointGuid"))
+        return Response(CommentSerializer(comment).data)
+
+
+class CommentDetailView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(request=CommentPatchSerializer, responses=CommentSerializer, summary="Change a comment's text or viewpoint")
+    def patch(self, request, model_id, issue_id, comment_id):
+        services.comment_get(model_id, issue_id, comment_id)
+        changes = validated(CommentPatchSerializer, json_object(request))
+        return Response(CommentSerializer(services.comment_update(model_id=model_id, issue_id=issue_id, comment_id=comment_id, changes=changes)).data)
+
+    @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete a comment")
+    def delete(self, request, model_id, issue_id, comment_id):
+        services.comment_delete(model_id=model_id, issue_id=issue_id, comment_id=comment_id)
+        return Response(None)
+
+
 class IssueScreenshotView(APIView):
-    @extend_schema(responses={(200, "image/png"): bytes}, summary="Issue screenshot (anonymous, no envelope)")
+    @extend_schema(
+        responses={(200, "image/png"): bytes, (200, "image/jpeg"): bytes},
+        summary="Issue screenshot, viewpoint snapshot or bitmap (anonymous, no envelope)",
+    )
     def get(self, request, model_id, file_name):
-        return serve_file(request, services.screenshot_file(model_id, file_name), "image/png")
+        path = services.screenshot_file(model_id, file_name)
+        return serve_file(request, path, "image/jpeg" if path.suffix == ".jpg" else "image/png")
 
 
 class OverrideSetView(APIView):
@@ -156,9 +204,7 @@ class IssuesBcfExportView(APIView):
     )
     def get(self, request, model_id):
         file_name, archive = services.issues_export_bcf(model_id)
-        response = HttpResponse(archive, content_type="application/octet-stream")
-        response["Content-Disposition"] = f'attachment; filename="{file_name}"'
-        return response
+        return FileResponse(archive, content_type="application/octet-stream", as_attachment=True, filename=file_name)
 
 
 class IssuesBcfImportView(UploadLimit, APIView):
@@ -169,12 +215,13 @@ class IssuesBcfImportView(UploadLimit, APIView):
     @extend_schema(
         request={"multipart/form-data": BcfImportSerializer},
         responses={200: BcfImportResultSerializer, 400: OpenApiResponse(description="40001 not a BCF 3.0 archive (reason in message), 40002 over 50 MB")},
-        summary="Import a BCF 3.0 archive (.bcfzip) as issues of the model",
+        summary="Import a BCF 3.0 archive (.bcfzip): new topics become issues, known topics changed later update theirs",
     )
     def post(self, request, model_id):
         services.model_get(model_id)
         upload = request.FILES.get("file")
         if upload is None:
             raise InvalidInput("multipart part 'file' (a .bcfzip archive) is required")
-        with upload.open("rb") as archive:
-            return Response(services.issues_import_bcf(model_id=model_id, archive=archive))
+        # the upload handler streamed the part into a temporary file: the archive is read from there, entry by entry
+        archive = upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else upload
+        return Response(services.issues_import_bcf(model_id=model_id, archive=archive))

@@ -83,3 +83,24 @@ def call(method: str, path: str, *, params=None, json=None, files=None):
     if code is None:
         raise UpstreamError(f"the edit service failed (HTTP {response.status_code}): {_detail_message(detail)}", data=detail)
     raise ApiError(_detail_message(detail), code=code, data=detail)
+
+
+def version_ifc_download(model_id: str, version: str, target) -> None:
+    """Streams a saved version's IFC (GET /models/{id}/versions/{version}/ifc; the edit service rebuilds an older
+    version from its script) into the file `target`. Errors as in call(): 404 -> 40400, others -> 50200."""
+    config = settings.VIEWER
+    url = f"{config.editServiceURL}/models/{model_id}/versions/{version}/ifc"
+    try:
+        with _session().get(url, stream=True, timeout=(CONNECT_TIMEOUT_SECONDS, config.editServiceTimeoutSeconds)) as response:
+            if response.status_code != 200:
+                try:
+                    detail = response.json().get("detail")
+                except (ValueError, AttributeError):
+                    detail = f"HTTP {response.status_code}"
+                code = STATUS_CODES.get(response.status_code, UpstreamError.code)
+                raise ApiError(f"the edit service cannot give IFC {version}: {_detail_message(detail)}", code=code, data=detail)
+            with open(target, "wb") as handle:
+                for chunk in response.iter_content(chunk_size=1024 * 1024):
+                    handle.write(chunk)
+    except requests.RequestException as exc:
+        raise UpstreamError(f"the edit service did not deliver IFC {version}: {type(exc).__name__}: {exc}") from None

@@ -54,3 +54,80 @@ class IfcModel(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.id})"
+
+
+PROJECT_ID_PATTERN = r"p_[0-9a-f]{16}"
+
+
+def new_project_id() -> str:
+    return "p_" + secrets.token_hex(8)
+
+
+class Project(models.Model):
+    """A group of models worked on together: an ifc project holds its IFC model, a cad project its drawing, a
+    cad->ifc project the drawing and the IFC model built from it. Plan files and the chat session hang off it."""
+
+    class Kind(models.TextChoices):
+        IFC = "ifc"
+        CAD = "cad"
+        CAD_TO_IFC = "cad->ifc"
+
+    id = models.CharField(primary_key=True, max_length=18, default=new_project_id, editable=False)
+    title = models.CharField(max_length=255)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # A deleted model leaves its project with it (the link row cascades away).
+    ifc_models = models.ManyToManyField(IfcModel, through="ProjectModel", related_name="projects", blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.title} ({self.id})"
+
+
+class ProjectModel(models.Model):
+    """A model's membership of its project (a model belongs to at most one); ids keep the order models were added."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE)
+    model = models.OneToOneField(IfcModel, on_delete=models.CASCADE, related_name="project_link")
+
+    class Meta:
+        ordering = ["id"]
+
+
+VERSION_PATTERN = r"v[1-9]\d{0,8}"
+
+
+class VersionGeometry(models.Model):
+    """The XKT and metadata.json of one saved version of a model, converted on request (a version diff draws the
+    elements removed since that version from them). Versions never change, so a ready one is never converted again."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        CONVERTING = "converting"
+        READY = "ready"
+        FAILED = "failed"
+
+    model = models.ForeignKey(IfcModel, on_delete=models.CASCADE, related_name="version_geometries")
+    version = models.CharField(max_length=12, help_text="a saved version v<n>")
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    error = models.TextField(blank=True, default="")
+    progress_phase = models.CharField(max_length=32, blank=True, default="queued")
+    progress_percent = models.PositiveSmallIntegerField(default=0)
+    # the conversion worker running it (process identity) and its last sign of life; attempts bound the re-runs of
+    # a conversion whose worker keeps dying
+    worker = models.CharField(max_length=128, blank=True, default="")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["model", "version"], name="one_geometry_per_model_version")]
+        ordering = ["model", "created_at"]
+        verbose_name = "version geometry"
+        verbose_name_plural = "version geometries"
+
+    def __str__(self):
+        return f"{self.model_id} {self.version} ({self.status})"

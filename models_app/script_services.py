@@ -4,15 +4,16 @@ success (reconversion when the working product changed, the `version_saved` anno
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable
 
 from models_app import edit_client
 from models_app.edit_client import UpstreamOutcomeUnknown
-from models_app.models import IfcModel
-from models_app.services import model_create_for_script, model_delete, model_exists, request_conversion
+from models_app.project_services import project_lock_of_model
+from models_app.services import model_exists, request_conversion
 from models_app.signals import version_saved
-from viewer_gateway.envelope import ApiError, InvalidInput, NotFound, UpstreamError
+from viewer_gateway.envelope import ApiError, InvalidInput, NotFound
 from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance, provenance_error
 
 logger = logging.getLogger(__name__)
@@ -101,7 +102,8 @@ def forward(*, model_id: str, route: ProxyRoute, method: str, query=None, body=N
     require_model(model_id)
     check_provenance(body)
     try:
-        payload = edit_client.call(method, f"/models/{model_id}{route.edit_path}", params=query, json=body)
+        with nullcontext() if method.upper() == "GET" else project_lock_of_model(model_id):
+            payload = edit_client.call(method, f"/models/{model_id}{route.edit_path}", params=query, json=body)
     except UpstreamOutcomeUnknown:
         if route.changes_product:
             request_conversion(model_id)
@@ -115,9 +117,10 @@ def script_edit_call(*, model_id: str, design_key: str, argument: str, value) ->
     """edit-call is not proxied (spec): gateway code that uses it (agent, overrides migrate) goes through here, so
     the changed product is converted like after a run."""
     require_model(model_id)
-    payload = edit_client.call(
-        "POST", f"/models/{model_id}/script/edit-call", json={"designKey": design_key, "argument": argument, "value": value}
-    )
+    with project_lock_of_model(model_id):
+        payload = edit_client.call(
+            "POST", f"/models/{model_id}/script/edit-call", json={"designKey": design_key, "argument": argument, "value": value}
+        )
     request_conversion(model_id)
     return payload
 
@@ -129,17 +132,3 @@ def script_cancel_runs(*, model_id: str) -> dict:
     except ApiError as exc:
         logger.warning("cancelling the sandbox runs of %s failed: %s", model_id, exc.detail)
         return {"cancelled": 0}
-
-
-def model_create_from_script(*, name: str, script: str, note: str, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value, format: str = "ifc") -> tuple[IfcModel, dict]:
-    """A new model built by a script: staged, run in the sandbox and saved as v1 by the edit service, then
-    converted. Any failure of the edit service leaves nothing behind and is an upstream error (50200)."""
-    model = model_create_for_script(name=name, format=format)
-    try:
-        edit_client.call("PUT", f"/models/{model.id}/script", json={"script": script, "note": note})
-        saved = edit_client.call("POST", f"/models/{model.id}/script/save", json={"note": note, "author": author, "provenance": {"source": provenance}})
-    except ApiError as exc:
-        model_delete(model.id)
-        raise UpstreamError(f"the edit service could not build the model: {exc.detail}", data=exc.data) from None
-    request_conversion(model.id)
-    return model, saved

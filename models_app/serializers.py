@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from models_app.models import IfcModel
+from models_app.models import IfcModel, VersionGeometry
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -27,3 +27,18 @@ class ModelSerializer(serializers.ModelSerializer):
 
 class ModelUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="the IFC file (.ifc, ISO-10303-21 STEP content)")
+
+
+class VersionGeometrySerializer(serializers.ModelSerializer):
+    progress = serializers.SerializerMethodField(help_text="while queued or converting: {phase (queued, starting, fetching, then the conversion's phases), percent}; else null")
+
+    class Meta:
+        model = VersionGeometry
+        fields = ["version", "status", "progress", "error"]
+        read_only_fields = fields
+
+    @extend_schema_field(ProgressSerializer(allow_null=True))
+    def get_progress(self, geometry: VersionGeometry):
+        if geometry.status not in (VersionGeometry.Status.QUEUED, VersionGeometry.Status.CONVERTING):
+            return None
+        return {"phase": geometry.progress_phase or "queued", "percent": geometry.progress_percent}

@@ -7,17 +7,16 @@ import json
 import logging
 import os
 import shutil
-import socket
 import time
 import uuid
 from pathlib import Path
 
-import psutil
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from models_app.conversion.runner import run_pipeline
+from models_app.conversion.runner import PipelineResult, run_pipeline
+from models_app.conversion.sandbox import ConversionLimits
 from models_app.models import IfcModel
 from models_app.storage import (
     BOOTSTRAP_IFC_FILE,
@@ -35,6 +34,7 @@ from models_app.storage import (
     publish_text,
 )
 from viewer_gateway.envelope import Conflict, InvalidInput, NotFound, TooLarge
+from viewer_gateway.process_identity import process_alive, process_identity
 
 logger = logging.getLogger(__name__)
 
@@ -210,19 +210,11 @@ def model_delete(model_id: str) -> None:
 
 
 def worker_identity() -> str:
-    process = psutil.Process()
-    return f"{socket.gethostname()}:{process.pid}:{int(process.create_time())}"
+    return process_identity()
 
 
-def _worker_alive(identity: str, heartbeat_at) -> bool:
-    host, _, rest = identity.partition(":")
-    pid, _, started = rest.partition(":")
-    if host == socket.gethostname() and pid.isdigit():
-        try:
-            return int(psutil.Process(int(pid)).create_time()) == int(started or 0)
-        except psutil.NoSuchProcess:
-            return False
-    return heartbeat_at is not None and (timezone.now() - heartbeat_at).total_seconds() < STALE_HEARTBEAT_SECONDS
+def worker_alive(identity: str, heartbeat_at) -> bool:
+    return process_alive(identity, heartbeat_at, STALE_HEARTBEAT_SECONDS)
 
 
 def _claim(model_id: str, identity: str) -> int | None:
@@ -238,19 +230,25 @@ def _claim(model_id: str, identity: str) -> int | None:
         return model.revision
 
 
-def _progress_writer(model_id: str):
+def throttled_progress(write):
+    """A conversion's on_progress: write(phase, percent clamped to 0..100) at most once per PROGRESS_WRITE_INTERVAL,
+    and always the final "done"."""
     last_write = 0.0
 
     def on_progress(phase: str, percent: int) -> None:
         nonlocal last_write
         now = time.monotonic()
         if now - last_write >= PROGRESS_WRITE_INTERVAL or phase == "done":
-            IfcModel.objects.filter(pk=model_id).update(
-                progress_phase=phase, progress_percent=max(0, min(100, percent)), heartbeat_at=timezone.now()
-            )
+            write(phase, max(0, min(100, percent)))
             last_write = now
 
     return on_progress
+
+
+def _progress_writer(model_id: str):
+    return throttled_progress(lambda phase, percent: IfcModel.objects.filter(pk=model_id).update(
+        progress_phase=phase, progress_percent=percent, heartbeat_at=timezone.now()
+    ))
 
 
 def _link_or_copy(source: Path, target: Path) -> None:
@@ -262,7 +260,7 @@ def _link_or_copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
-def _publish_outputs(work_dir: Path, folder: Path) -> None:
+def publish_outputs(work_dir: Path, folder: Path) -> None:
     for name in STATIC_OUTPUTS:
         if (work_dir / name).exists():
             publish_file(work_dir / name, folder / name)
@@ -270,12 +268,32 @@ def _publish_outputs(work_dir: Path, folder: Path) -> None:
             (folder / name).unlink(missing_ok=True)  # an output this run did not make must not describe an older IFC
 
 
+def _protected_paths(config) -> list[Path]:
+    """What a conversion must never see, checked against the folders bound into its sandbox."""
+    return [Path(config.dataDir).resolve(), *([Path(config.source).resolve()] if config.source != "defaults" else [])]
+
+
+def convert_ifc(source: Path, work_dir: Path, on_progress) -> PipelineResult:
+    """One confined conversion of the IFC `source` into work_dir (model.xkt, metadata.json, element-values.json)
+    with the configured converter, time limit and sandbox limits."""
+    config = settings.VIEWER
+    return run_pipeline(
+        source,
+        work_dir,
+        node_bin=config.nodeBin,
+        converter_script=config.converterScript,
+        timeout_seconds=config.conversionTimeoutSeconds,
+        on_progress=on_progress,
+        limits=ConversionLimits.from_config(config),
+        protected=_protected_paths(config),
+    )
+
+
 def run_conversion(model_id: str) -> None:
     """The conversion task: converts the model's current IFC until no newer revision is waiting."""
     revision = _claim(model_id, worker_identity())
     if revision is None:
         return
-    config = settings.VIEWER
     while True:
         folder = model_dir(model_id)
         work_dir = folder / f".convert-{uuid.uuid4().hex[:8]}"
@@ -283,14 +301,7 @@ def run_conversion(model_id: str) -> None:
         try:
             work_dir.mkdir()  # never parents: a deleted model's folder must not come back
             _link_or_copy(folder / IFC_FILE, source)  # the run converts this exact file even if model.ifc is replaced
-            result = run_pipeline(
-                source,
-                work_dir,
-                node_bin=config.nodeBin,
-                converter_script=config.converterScript,
-                timeout_seconds=config.conversionTimeoutSeconds,
-                on_progress=_progress_writer(model_id),
-            )
+            result = convert_ifc(source, work_dir, _progress_writer(model_id))
         except OSError as exc:  # the model folder vanished (deleted) or the disk failed
             result = None
             error = f"conversion could not run: {exc}"
@@ -308,7 +319,7 @@ def run_conversion(model_id: str) -> None:
                 shutil.rmtree(work_dir, ignore_errors=True)
                 continue
             if result is not None and result.ok:
-                _publish_outputs(work_dir, folder)
+                publish_outputs(work_dir, folder)
                 model.status, model.error = IfcModel.Status.READY, ""
                 model.size = source.stat().st_size  # a script run may have replaced the IFC
                 model.converted_ifc = file_signature(source)
@@ -349,7 +360,7 @@ def recover_interrupted_conversions() -> list[str]:
     recovered = []
     waiting = _models_with_waiting_tasks()
     for model in IfcModel.objects.filter(status=IfcModel.Status.CONVERTING):
-        if model.job == IfcModel.Job.RUNNING and _worker_alive(model.job_worker, model.heartbeat_at):
+        if model.job == IfcModel.Job.RUNNING and worker_alive(model.job_worker, model.heartbeat_at):
             continue
         if model.job == IfcModel.Job.QUEUED and model.id in waiting:
             continue
@@ -367,13 +378,18 @@ def recover_interrupted_conversions() -> list[str]:
     return recovered
 
 
-def _models_with_waiting_tasks() -> set[str]:
+def waiting_task_args(task) -> list[list]:
+    """The arguments of the task's enqueued runs that no worker has taken yet."""
     from django_tasks_db.models import DBTaskResult
 
+    waiting = DBTaskResult.objects.ready().filter(task_path=task.module_path).values_list("args_kwargs", flat=True)
+    return [args_kwargs.get("args") or [] for args_kwargs in waiting]
+
+
+def _models_with_waiting_tasks() -> set[str]:
     from models_app.tasks import convert_model_task
 
-    waiting = DBTaskResult.objects.ready().filter(task_path=convert_model_task.module_path).values_list("args_kwargs", flat=True)
-    return {model_id for args_kwargs in waiting for model_id in args_kwargs.get("args") or []}
+    return {model_id for args in waiting_task_args(convert_model_task) for model_id in args}
 
 
 def remove_deleted_model_leftovers() -> None:

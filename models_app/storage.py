@@ -9,9 +9,10 @@ from django.conf import settings
 
 from models_app.conversion.pipeline import ELEMENT_VALUES_FILE, METADATA_FILE
 from models_app.conversion.runner import XKT_FILE
-from models_app.models import MODEL_ID_PATTERN
+from models_app.models import MODEL_ID_PATTERN, VERSION_PATTERN
 
 MODEL_ID_RE = re.compile(rf"^{MODEL_ID_PATTERN}$")
+VERSION_RE = re.compile(rf"^{VERSION_PATTERN}$")
 VERSION_META_RE = re.compile(r"^v([1-9]\d*)\.json$")
 
 IFC_FILE = "model.ifc"
@@ -22,6 +23,9 @@ BOOTSTRAP_IFC_FILE = "bootstrap.ifc"  # the uploaded original, kept by the edit 
 # conversion outputs; element-values.json holds the IFC values of the override whitelist (issues_app), not served
 # Published in this order: a viewer loading both during a publish sees the new metadata before the new geometry.
 STATIC_OUTPUTS = (ELEMENT_VALUES_FILE, METADATA_FILE, XKT_FILE)
+# the conversion outputs of saved versions, one folder each (versions/v3/model.xkt ...), made on request; not the
+# edit service's script/versions/
+VERSION_GEOMETRY_DIR = "versions"
 
 
 def model_dir(model_id: str) -> Path:
@@ -32,6 +36,16 @@ def model_dir(model_id: str) -> Path:
 
 def model_file(model_id: str, name: str) -> Path:
     return model_dir(model_id) / name
+
+
+def version_geometry_root(model_id: str) -> Path:
+    return model_dir(model_id) / VERSION_GEOMETRY_DIR
+
+
+def version_geometry_dir(model_id: str, version: str) -> Path:
+    if not VERSION_RE.match(version):
+        raise ValueError(f"not a version: {version!r}")
+    return version_geometry_root(model_id) / version
 
 
 def latest_saved_product(model_id: str, suffix: str = ".ifc") -> Path | None:

@@ -9,6 +9,7 @@ api_urlpatterns = [
     path("models/<str:model_id>", views.ModelDetailView.as_view(), name="model-detail"),
     path("models/<str:model_id>/retry", views.ModelRetryView.as_view(), name="model-retry"),
     path("models/<str:model_id>/download", views.ModelDownloadView.as_view(), name="model-download"),
+    path("models/<str:model_id>/versions/<str:version>/geometry", views.VersionGeometryView.as_view(), name="model-version-geometry"),
     *(
         path(
             f"models/<str:model_id>/{route.route}",
@@ -23,4 +24,6 @@ static_urlpatterns = [
     path("models/<str:model_id>/model.xkt", views.ModelXktView.as_view(), name="model-xkt"),
     path("models/<str:model_id>/metadata.json", views.ModelMetadataView.as_view(), name="model-metadata"),
     path("models/<str:model_id>/render.json", views.ModelRenderView.as_view(), name="model-render"),
+    path("models/<str:model_id>/versions/<str:version>/model.xkt", views.VersionXktView.as_view(), name="model-version-xkt"),
+    path("models/<str:model_id>/versions/<str:version>/metadata.json", views.VersionMetadataView.as_view(), name="model-version-metadata"),
 ]

@@ -4,8 +4,8 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from models_app import services
-from models_app.serializers import ModelSerializer, ModelUploadSerializer
+from models_app import services, version_geometry
+from models_app.serializers import ModelSerializer, ModelUploadSerializer, VersionGeometrySerializer
 from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
 from viewer_gateway.envelope import InvalidInput, NotFound
 from viewer_gateway.static_files import serve_file
@@ -93,3 +93,34 @@ class ModelMetadataView(APIView):
     @extend_schema(responses={(200, "application/json"): dict}, summary="Meta-model (Range supported, no envelope)")
     def get(self, request, model_id):
         return _static_output(request, model_id, METADATA_FILE, "application/json")
+
+
+class VersionGeometryView(APIView):
+    @extend_schema(responses=VersionGeometrySerializer, summary="State of a saved version's geometry (40400 until requested)")
+    def get(self, request, model_id, version):
+        return Response(VersionGeometrySerializer(version_geometry.version_geometry_get(model_id, version)).data)
+
+    @extend_schema(
+        request=None,
+        responses={200: VersionGeometrySerializer, 400: OpenApiResponse(description="40001: not a version v<n>, or a DXF drawing"),
+                   404: OpenApiResponse(description="40400: unknown model or version")},
+        summary="Request a saved version's geometry (XKT + metadata.json): queued for conversion once, its state answered",
+    )
+    def post(self, request, model_id, version):
+        return Response(VersionGeometrySerializer(version_geometry.version_geometry_request(model_id, version)).data)
+
+
+def _version_output(request, model_id: str, version: str, name: str, content_type: str):
+    return serve_file(request, version_geometry.version_geometry_file(model_id, version, name), content_type)
+
+
+class VersionXktView(APIView):
+    @extend_schema(responses={(200, "application/octet-stream"): bytes, 206: bytes}, summary="A saved version's geometry, once ready (Range supported, no envelope)")
+    def get(self, request, model_id, version):
+        return _version_output(request, model_id, version, XKT_FILE, "application/octet-stream")
+
+
+class VersionMetadataView(APIView):
+    @extend_schema(responses={(200, "application/json"): dict}, summary="A saved version's meta-model, once ready (Range supported, no envelope)")
+    def get(self, request, model_id, version):
+        return _version_output(request, model_id, version, METADATA_FILE, "application/json")

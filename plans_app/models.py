@@ -1,6 +1,6 @@
 from django.db import models
 
-from chat_app.models import Project
+from models_app.models import Project
 from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 PLAN_FILES = ("plan", "bim_supplement", "building")

@@ -34,4 +34,4 @@ class PlanHistorySerializer(serializers.Serializer):
 class DeliverResultSerializer(serializers.Serializer):
     version = serializers.CharField(help_text="the plan version of the delivery")
     building = serializers.DictField()
-    model = serializers.DictField(allow_null=True, help_text="{modelId, version, format}; null for cad projects")
+    model = serializers.DictField(allow_null=True, help_text="{modelId, version, format} of the main product: the IFC model, or a cad project's drawing")

@@ -6,14 +6,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from django.db import transaction
 
-from chat_app import events
-from chat_app.models import ChatSession, Project
-from chat_app.selectors import project_get
+from models_app import cancellation
+from models_app.models import IfcModel, Project
+from models_app.project_selectors import project_get, project_model_of_format
+from models_app.project_services import ifc_skeleton_script, project_lock, project_model_create, project_model_init
 from models_app.script_services import PROXY_ROUTES, forward
+from models_app.signals import project_event
 from models_app.services import model_metadata
 from plans_app import validation
 from plans_app.diff import diff_states
@@ -110,13 +113,26 @@ def plan_diff(*, project_id: str, base: str, target: str) -> dict:
 
 
 # --- deliver -----------------------------------------------------------------------------------------------------
+#
+# A delivery builds the project's models from the plan and the BIM supplement, through their build scripts' PARAMS
+# ("plan", "bimSupplement"; a cad->ifc IFC model's "source" is pinned to the drawing version just built):
+#   ifc       the IFC model
+#   cad       the drawing
+#   cad->ifc  the drawing, then the IFC model that reads it
+# A model the project does not have yet is created from its skeleton with the plan in it (its v1). Each model gets at
+# most one version (none when its PARAMS already hold the delivery). It all happens under the project's lock, so no
+# edit of these models is staged meanwhile; a model with unsaved staged edits is refused before anything is built.
 
 
-def _project_ifc_model(project: Project) -> str:
-    model_id = project.projectmodel_set.order_by("id").values_list("model_id", flat=True).first()
-    if model_id is None:
-        raise InvalidInput("the project has no model to deliver into yet")
-    return model_id
+@dataclass
+class Built:
+    model_id: str
+    format: str
+    version: str
+    counts: dict | None = None
+
+    def reference(self) -> dict:
+        return {"modelId": self.model_id, "version": self.version, "format": self.format}
 
 
 def _design_keys(model_id: str) -> set[str]:
@@ -131,28 +147,56 @@ def _design_keys(model_id: str) -> set[str]:
     return keys
 
 
+def _known_design_keys(project: Project, plan: dict) -> set[str] | None:
+    """Design keys a supplement may name: the IFC model's, the spaces the plan builds, the walls a cad->ifc model
+    makes of the drawing; None (no check) for a cad project's drawing."""
+    if project.kind == Project.Kind.CAD:
+        return None
+    spaces = {f"space:{r['id']}" for r in plan.get("rooms", [])}
+    model = project_model_of_format(project, IfcModel.Format.IFC)
+    keys = _design_keys(model.id) if model is not None else set()
+    if project.kind == Project.Kind.CAD_TO_IFC:
+        keys |= {f"wall:wall-{side}" for side in ("south", "east", "north", "west")}
+    return keys | spaces
+
+
 def _edit(model_id: str, route: str, method: str, body: dict | None = None):
     return forward(model_id=model_id, route=ROUTES[route], method=method, body=body)
 
 
-def _build_model(model_id: str, plan: dict, supplement: dict, author: str, provenance: str) -> tuple[str, dict | None]:
-    """Writes plan and supplement into the build script's PARAMS and saves a version; returns (version, counts).
-    Unchanged PARAMS reuse the latest version. A failed build is discarded (staging was empty before)."""
+def _refuse_staged(model_id: str) -> None:
     if _edit(model_id, "script", "GET").get("source") == "staging":
-        raise Conflict("the model has unsaved staged edits: save or discard them before delivering")
-    params = _edit(model_id, "script/params", "GET")
-    missing = [key for key in ("plan", "bimSupplement") if key not in params]
+        raise Conflict(f"the model {model_id} has unsaved staged edits: save or discard them before delivering")
+
+
+def _build_model(model: IfcModel, updates: dict, author: str, provenance: str) -> Built:
+    """Writes the delivery into the model's PARAMS and saves one version; unchanged PARAMS reuse the latest version.
+    A failed build is discarded (staging was empty before)."""
+    params = _edit(model.id, "script/params", "GET")
+    missing = [key for key in updates if key not in params]
     if missing:
-        raise InvalidInput(f"the model's build script declares no PARAMS {' and '.join(missing)}; a delivery writes them")
-    if params["plan"] == plan and params["bimSupplement"] == supplement:
-        return _edit(model_id, "edit/versions", "GET")["current"], None
-    _edit(model_id, "script", "PUT", {"params": {**params, "plan": plan, "bimSupplement": supplement}, "note": "deliver"})
+        raise InvalidInput(f"the build script of {model.id} declares no PARAMS {' and '.join(missing)}; a delivery writes them")
+    if all(params[key] == value for key, value in updates.items()):
+        return Built(model.id, model.format, _edit(model.id, "edit/versions", "GET")["current"])
+    cancellation.check()
+    _edit(model.id, "script", "PUT", {"params": {**params, **updates}, "note": "deliver"})
     try:
-        saved = _edit(model_id, "script/save", "POST", {"note": "deliver", "author": author, "provenance": {"source": provenance}})
+        saved = _edit(model.id, "script/save", "POST", {"note": "deliver", "author": author, "provenance": {"source": provenance}})
     except ApiError as exc:
-        _discard_quietly(model_id)
-        raise InvalidInput(f"the delivery could not be built: {exc.detail}", data=exc.data) from None
-    return saved["version"], saved.get("semanticDiff")
+        _discard_quietly(model.id)
+        raise InvalidInput(f"the delivery could not build {model.id}: {exc.detail}", data=exc.data) from None
+    cancellation.record(f"saved {model.format} model {model.id} {saved['version']}")
+    return Built(model.id, model.format, saved["version"], saved.get("semanticDiff"))
+
+
+def _create_model(project: Project, updates: dict, author: str, provenance: str) -> Built:
+    cancellation.check()
+    if project.kind == Project.Kind.IFC:
+        model, saved = project_model_create(project=project, name=f"{project.title}.ifc", script=ifc_skeleton_script(project.title, updates),
+                                            note="deliver", author=author, provenance=provenance)
+    else:  # a new IFC model of a cad->ifc project pins the drawing's latest version, the one just built
+        model, saved = project_model_init(project=project, params={k: v for k, v in updates.items() if k != "source"}, author=author, provenance=provenance)
+    return Built(model.id, model.format, saved["version"])
 
 
 def _discard_quietly(model_id: str) -> None:
@@ -160,6 +204,29 @@ def _discard_quietly(model_id: str) -> None:
         _edit(model_id, "script/discard", "POST")
     except ApiError:
         logger.exception("discarding the failed delivery of %s failed", model_id)
+
+
+def _build_project(project: Project, plan: dict, supplement: dict, author: str, provenance: str) -> list[Built]:
+    """The project's models built from the delivery, in build order."""
+    formats = {Project.Kind.IFC: [IfcModel.Format.IFC], Project.Kind.CAD: [IfcModel.Format.DXF],
+               Project.Kind.CAD_TO_IFC: [IfcModel.Format.DXF, IfcModel.Format.IFC]}[project.kind]
+    existing = {model_format: project_model_of_format(project, model_format) for model_format in formats}
+    for model in existing.values():
+        if model is not None:
+            _refuse_staged(model.id)
+    built: list[Built] = []
+    for model_format in formats:
+        updates = {"plan": plan, "bimSupplement": supplement}
+        if project.kind == Project.Kind.CAD_TO_IFC and model_format == IfcModel.Format.IFC:
+            updates["source"] = {"model": built[0].model_id, "version": built[0].version}
+        model = existing[model_format]
+        try:
+            built.append(_build_model(model, updates, author, provenance) if model is not None else _create_model(project, updates, author, provenance))
+        except ApiError as exc:
+            if built:  # versions are never taken back: say what was built before the failure
+                exc.detail = f"{exc.detail} (already built: {', '.join(f'{b.model_id} {b.version}' for b in built)})"
+            raise
+    return built
 
 
 def _requirement_status(requirement: dict, rooms: dict) -> dict:
@@ -170,13 +237,17 @@ def _requirement_status(requirement: dict, rooms: dict) -> dict:
     return {"id": requirement["id"], "status": "unchecked", "evidence": ""}
 
 
-def building_document(plan: dict, supplement: dict, *, plan_version: str, model: dict | None, counts: dict | None) -> dict:
+def building_document(plan: dict, supplement: dict, *, plan_version: str, built: list[Built]) -> dict:
+    """The delivered building; `model` is the main product (the IFC model, or a cad project's drawing), `models`
+    every model the delivery built, in build order."""
     rooms = {room["id"]: room for room in plan.get("rooms", [])}
+    main = built[-1] if built else None
     return {
         "schema": "building/1",
         "deliveredAt": datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "planVersion": plan_version,
-        "model": model,
+        "model": main.reference() if main else None,
+        "models": [{**b.reference(), "changes": b.counts} for b in built],
         "storeys": [
             {"id": s["id"], "name": s["name"], "elevation": s["elevation"],
              "rooms": [{"id": r["id"], "name": r["name"], "area": r.get("area"), "designKey": f"space:{r['id']}"} for r in rooms.values() if r["storey"] == s["id"]]}
@@ -184,34 +255,29 @@ def building_document(plan: dict, supplement: dict, *, plan_version: str, model:
         ],
         "elementTypes": {cls: {k: v for k, v in values.items() if k != "psets"} for cls, values in supplement.get("elementTypes", {}).items()},
         "requirements": [_requirement_status(r, rooms) for r in plan.get("requirements", [])],
-        "modelChanges": counts,
-        "warnings": [f"room {r['id']} has no outline: no IfcSpace was built" for r in rooms.values() if not r.get("outline")],
+        "modelChanges": main.counts if main else None,
+        "warnings": [f"room {r['id']} has no outline: it is not built" for r in rooms.values() if not r.get("outline")],
     }
 
 
 def deliver(*, project_id: str, plan, bim_supplement, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value) -> dict:
-    """Validates plan and supplement, builds (or updates) the project's model from them through its build script,
-    records the delivered building, all as one plan version. Anything that fails leaves nothing written."""
+    """Validates plan and supplement, builds the project's models from them (see above), records the delivered
+    building: plan, supplement and building in one plan version. A validation error writes nothing."""
     project = project_get(project_id)
     check_document("plan", plan)
     check_document("bim_supplement", bim_supplement)
-    model_id = None if project.kind == Project.Kind.CAD else _project_ifc_model(project)
-    known_keys = _design_keys(model_id) | {f"space:{r['id']}" for r in plan.get("rooms", [])} if model_id else None
-    errors = validation.cross_reference_errors(plan, bim_supplement, known_keys)
+    errors = validation.cross_reference_errors(plan, bim_supplement, _known_design_keys(project, plan))
     if errors:
         raise InvalidInput(f"{errors[0]['file']} {errors[0]['path']}: {errors[0]['message']}", data={"errors": errors})
-    model, counts = None, None
-    if model_id is not None:
-        version, counts = _build_model(model_id, plan, bim_supplement, author, provenance)
-        model = {"modelId": model_id, "version": version, "format": "ifc"}
-    with transaction.atomic():
-        locked = Project.objects.select_for_update().get(pk=project.pk)
-        latest = _latest(locked)
-        label = f"v{latest.number + 1 if latest else 1}"
-        building = building_document(plan, bim_supplement, plan_version=label, model=model, counts=counts)
-        _write_version(locked, {"plan": plan, "bim_supplement": bim_supplement, "building": building},
-                       changed=list(PLAN_FILES), author=author, provenance=provenance, operation=PlanVersion.Operation.DELIVER, note="deliver")
-    session = ChatSession.objects.filter(project=project).first()
-    if session is not None and model is not None:
-        events.publish(session.id, "viewer.committed", {"sessionID": session.id, "modelId": model_id, "kind": "ifc", "version": model["version"]})
-    return {"version": label, "building": building, "model": model}
+    with project_lock(project.id, exclusive=True):
+        built = _build_project(project, plan, bim_supplement, author, provenance)
+        with cancellation.commit("recorded the delivery"), transaction.atomic():
+            locked = Project.objects.select_for_update().get(pk=project.pk)
+            latest = _latest(locked)
+            label = f"v{latest.number + 1 if latest else 1}"
+            building = building_document(plan, bim_supplement, plan_version=label, built=built)
+            _write_version(locked, {"plan": plan, "bim_supplement": bim_supplement, "building": building},
+                           changed=list(PLAN_FILES), author=author, provenance=provenance, operation=PlanVersion.Operation.DELIVER, note="deliver")
+    for model in built:
+        project_event.send(sender=None, project_id=project.id, event="viewer.committed", data={"modelId": model.model_id, "kind": model.format, "version": model.version})
+    return {"version": label, "building": building, "model": building["model"]}

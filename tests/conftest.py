@@ -3,7 +3,16 @@ import dataclasses
 import pytest
 from rest_framework.test import APIClient
 
+from tests.fake_openai import FakeOpenAI
 from tests.processes import kill_survivors
+
+
+@pytest.fixture(scope="module")
+def fake():
+    """A local OpenAI-compatible server (tests/fake_openai.py) for the module's tests; script it with fake.script()."""
+    server = FakeOpenAI()
+    yield server
+    server.close()
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """A local OpenAI-compatible server for tests: every POST /v1/chat/completions gets the next scripted reply,
 streamed as chat.completion.chunk events, with optional pauses, a hold until released, a mid-stream error, or an
-HTTP error. Request bodies are recorded, so tests can check what the model was sent."""
+HTTP error. Request bodies are recorded, so tests can check what the model was sent. Optionally it has a context
+window of its own (`context_limit_chars`: a request whose messages are longer is refused like a real provider
+refuses one past its window), and a reply may report its own usage (cached and reasoning tokens)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ class Reply:
     steps: list[tuple] = field(default_factory=list)
     status: int = 200
     error_body: dict | None = None
+    usage: dict | None = None  # the usage chunk's "usage" (default: 11 prompt, 7 completion tokens)
 
     def text(self, text: str, pieces: int = 3) -> "Reply":
         size = max(1, len(text) // pieces + 1)
@@ -50,19 +53,34 @@ class Reply:
 
 
 class FakeOpenAI:
-    def __init__(self):
+    def __init__(self, context_limit_chars: int | None = None):
         self.replies: list[Reply] = []
         self.requests: list[dict] = []
         self.released = threading.Event()
+        self.context_limit_chars = context_limit_chars
+        self.refused_for_length = 0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def do_POST(self):
+                started = time.perf_counter()
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                fake.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-                reply = fake.replies.pop(0) if fake.replies else Reply().text("(no scripted reply left)")
+                record = {"path": self.path, "auth": self.headers.get("Authorization"), "body": body, "seconds": None}
+                fake.requests.append(record)
+                try:
+                    self._answer(body)
+                finally:
+                    record["seconds"] = time.perf_counter() - started  # the provider's own time for this request
+
+            def _answer(self, body):
+                length = sum(len(str(m.get("content") or "")) + len(json.dumps(m.get("tool_calls") or "")) for m in body.get("messages", []))
+                if fake.context_limit_chars is not None and length > fake.context_limit_chars:
+                    fake.refused_for_length += 1
+                    reply = Reply(status=400, error_body={"error": {"message": f"This model's maximum context length is exceeded ({length} characters)", "type": "invalid_request_error", "code": "context_length_exceeded"}})
+                else:
+                    reply = fake.replies.pop(0) if fake.replies else Reply().text("(no scripted reply left)")
                 if reply.status != 200:
                     payload = json.dumps(reply.error_body or {"error": {"message": "scripted failure", "type": "server_error"}}).encode()
                     self.send_response(reply.status)
@@ -91,7 +109,7 @@ class FakeOpenAI:
                             return
                     self._chunk({"index": 0, "delta": {}, "finish_reason": finish})
                     self._send({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": body.get("model", ""), "choices": [],
-                                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
+                                "usage": reply.usage or {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):

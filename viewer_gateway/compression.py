@@ -8,6 +8,6 @@ from django.middleware.gzip import GZipMiddleware
 
 class ApiGZipMiddleware(GZipMiddleware):
     def process_response(self, request, response):
-        if not request.path.startswith("/api/") or not response.get("Content-Type", "").startswith("application/json"):
+        if not request.path_info.startswith("/api/") or not response.get("Content-Type", "").startswith("application/json"):
             return response
         return super().process_response(request, response)

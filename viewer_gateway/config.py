@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 DEFAULT_CONFIG_PATH = "./server_config.json"
@@ -41,11 +42,19 @@ class GatewayConfig:
     llmBaseURL: str = ""
     llmModel: str = ""
     # Extensions beyond the spec's table (documented in the README).
+    llmContextTokens: int = 64000
+    llmPricePerMTokIn: float = 0
+    llmPricePerMTokOut: float = 0
+    llmPricePerMTokCachedIn: float = 0
     conversionTimeoutSeconds: float = 1800
     conversionWorkers: int = 2
+    conversionMemoryMB: int = 4096
+    conversionCgroupRoot: Path = Path("/sys/fs/cgroup")
+    conversionAllowNoCgroup: bool = False
     editServiceTimeoutSeconds: float = 300
     redisURL: str = ""
     allowedHosts: tuple[str, ...] = ()
+    trustedProxies: tuple[str, ...] = ()
     source: str = field(default="defaults", compare=False)
 
     @property
@@ -58,6 +67,10 @@ class GatewayConfig:
             return ipaddress.ip_address(self.host.strip("[]")).is_loopback
         except ValueError:
             return self.host == "localhost"
+
+    @cached_property
+    def trusted_proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        return tuple(ipaddress.ip_network(entry, strict=False) for entry in self.trustedProxies)
 
     def allowed_host_names(self) -> list[str]:
         """Host header values the gateway answers (Django ALLOWED_HOSTS), against DNS rebinding: the loopback names,
@@ -83,11 +96,19 @@ _KEYS = {
     "llmAPIKey": ((str,), str),
     "llmBaseURL": ((str,), str),
     "llmModel": ((str,), str),
+    "llmContextTokens": ((int,), int),
+    "llmPricePerMTokIn": ((int, float), float),
+    "llmPricePerMTokOut": ((int, float), float),
+    "llmPricePerMTokCachedIn": ((int, float), float),
     "conversionTimeoutSeconds": ((int, float), float),
     "conversionWorkers": ((int,), int),
+    "conversionMemoryMB": ((int,), int),
+    "conversionCgroupRoot": ((str,), Path),
+    "conversionAllowNoCgroup": ((bool,), bool),
     "editServiceTimeoutSeconds": ((int, float), float),
     "redisURL": ((str,), str),
     "allowedHosts": ((str, list), None),
+    "trustedProxies": ((str, list), None),
 }
 
 _ENV_OVERRIDES = {
@@ -97,6 +118,8 @@ _ENV_OVERRIDES = {
     "corsOrigins": "VIEWER_CORS_ORIGINS",
     "redisURL": "VIEWER_REDIS_URL",
     "allowedHosts": "VIEWER_ALLOWED_HOSTS",
+    "trustedProxies": "VIEWER_TRUSTED_PROXIES",
+    "conversionAllowNoCgroup": "VIEWER_CONVERSION_ALLOW_NO_CGROUP",
     # Not in the spec's table: lets `make run` give gateway and edit service one data directory.
     "dataDir": "VIEWER_DATA_DIR",
 }
@@ -109,15 +132,36 @@ def _string_list(key: str, value: str | list) -> tuple[str, ...]:
     return tuple(item.strip().rstrip("/") for item in items if item.strip())
 
 
+def _proxy_networks(value: str | list) -> tuple[str, ...]:
+    entries = _string_list("trustedProxies", value)
+    for entry in entries:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError:
+            raise ConfigError(f"trustedProxies: {entry!r} is not an IP address or network (e.g. 10.0.0.5 or 10.0.0.0/24)") from None
+    return entries
+
+
+_TRUE_WORDS, _FALSE_WORDS = ("1", "true", "yes"), ("", "0", "false", "no")
+
+
 def _convert(key: str, value):
     accepted, converter = _KEYS[key]
-    if isinstance(value, bool) or not isinstance(value, accepted):
-        names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list"}[t] for t in accepted))
+    if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in _TRUE_WORDS + _FALSE_WORDS:
+        value = value.strip().lower() in _TRUE_WORDS  # from the environment
+    if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
+        names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list", bool: "true or false"}[t] for t in accepted))
         raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")
     if key in ("corsOrigins", "allowedHosts"):
         return _string_list(key, value)
-    if key in ("port", "conversionWorkers", "maxUploadMB", "conversionTimeoutSeconds", "editServiceTimeoutSeconds") and value <= 0:
+    if key == "trustedProxies":
+        return _proxy_networks(value)
+    if key in ("port", "conversionWorkers", "maxUploadMB", "conversionTimeoutSeconds", "editServiceTimeoutSeconds", "conversionMemoryMB") and value <= 0:
         raise ConfigError(f"{key}: must be positive, got {value}")
+    if key == "llmContextTokens" and value < 2000:
+        raise ConfigError(f"{key}: must be at least 2000 (a turn needs room for the prompt, the tools and an answer), got {value}")
+    if key.startswith("llmPricePerMTok") and value < 0:
+        raise ConfigError(f"{key}: must not be negative, got {value}")
     return converter(value)
 
 
@@ -153,6 +197,7 @@ def load_config(environ=None) -> GatewayConfig:
             **{k: getattr(config, k) for k in _KEYS},
             "dataDir": _resolve(config.dataDir),
             "converterScript": _resolve(config.converterScript),
+            "conversionCgroupRoot": _resolve(config.conversionCgroupRoot),
             "source": source,
         }
     )

@@ -21,6 +21,7 @@ OK = 0
 INVALID = 40001
 TOO_LARGE = 40002
 UNAUTHORIZED = 40100
+CROSS_SITE = 40300
 NOT_FOUND = 40400
 CONFLICT = 40900
 INTERNAL = 50000
@@ -30,6 +31,7 @@ HTTP_STATUS = {
     INVALID: 400,
     TOO_LARGE: 400,
     UNAUTHORIZED: 401,
+    CROSS_SITE: 403,
     NOT_FOUND: 404,
     CONFLICT: 409,
     INTERNAL: 500,
@@ -143,7 +145,7 @@ def envelope_exception_handler(exc, context):
 
 
 def not_found_view(request, exception=None):
-    return error_response(NOT_FOUND, f"no route for {request.method} {request.path}")
+    return error_response(NOT_FOUND, f"no route for {request.method} {request.path_info}")
 
 
 def server_error_view(request):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
 
 from django.conf import settings
 
-from serving.daphne import raw_response, serve
-from viewer_gateway.envelope import TOO_LARGE, envelope
+from checks_app.services import IDS_MAX_BYTES
+from serving.daphne import RequestHead, raw_response, serve
+from viewer_gateway.edge import ForwardedView, edge_refusal, route_name
+from viewer_gateway.envelope import HTTP_STATUS, TOO_LARGE, envelope
 from viewer_gateway.uploads import BCF_ARCHIVE_MAX_BYTES, MEGABYTE, MULTIPART_OVERHEAD_BYTES, size_limit_message
 
 SCREENSHOT_PART_BYTES = 5 * MEGABYTE  # spec, Limits: issue screenshot
@@ -16,33 +17,52 @@ PLAN_FILE_BYTES = 5 * MEGABYTE
 # JSON bodies (scripts, plans, messages) and everything not listed below
 DEFAULT_BODY_BYTES = 10 * MEGABYTE
 
-_ROUTE_LIMITS = [
-    ("POST", re.compile(r"^/api/v1/models$"), lambda: settings.VIEWER.max_upload_bytes + MULTIPART_OVERHEAD_BYTES),
-    ("POST", re.compile(r"^/api/v1/models/[^/]+/issues$"), lambda: SCREENSHOT_PART_BYTES + MULTIPART_OVERHEAD_BYTES),
-    ("POST", re.compile(r"^/api/v1/models/[^/]+/issues/bcf$"), lambda: BCF_ARCHIVE_MAX_BYTES + MULTIPART_OVERHEAD_BYTES),
-    ("PUT", re.compile(r"^/api/v1/projects/[^/]+/(plan|bim_supplement|building)$"), lambda: PLAN_FILE_BYTES),
-]
+# (method, URL name) -> the largest body accepted; decided on the route Django will resolve, like the edge checks
+_ROUTE_LIMITS = {
+    ("POST", "model-list"): lambda: settings.VIEWER.max_upload_bytes + MULTIPART_OVERHEAD_BYTES,
+    ("POST", "issue-list"): lambda: SCREENSHOT_PART_BYTES + MULTIPART_OVERHEAD_BYTES,
+    ("POST", "issues-bcf-import"): lambda: BCF_ARCHIVE_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
+    ("PUT", "plan-file"): lambda: PLAN_FILE_BYTES,
+    ("PUT", "ids-file"): lambda: IDS_MAX_BYTES,
+    ("POST", "check-list"): lambda: IDS_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
+}
 
 
 def body_limit(method: str, path: str) -> int:
-    for route_method, pattern, limit in _ROUTE_LIMITS:
-        if method == route_method and pattern.match(path):
-            return limit()
-    return DEFAULT_BODY_BYTES
+    route = route_name(path)
+    limit = _ROUTE_LIMITS.get((method, route)) if route else None
+    return limit() if limit else DEFAULT_BODY_BYTES
 
 
-def refusal(limit: int, request_headers: dict[str, str]) -> bytes:
+_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}
+
+
+def _envelope_response(code: int, message: str, request_headers: dict[str, str]) -> bytes:
+    status = HTTP_STATUS[code]
     headers = {"Content-Type": "application/json"}
     origin = request_headers.get("origin", "")
     if origin.rstrip("/") in settings.VIEWER.corsOrigins:
         headers.update({"Access-Control-Allow-Origin": origin, "Vary": "Origin"})
-    body = envelope(None, TOO_LARGE, size_limit_message(limit, "request body"))
-    return raw_response("400 Bad Request", headers, json.dumps(body).encode())
+    return raw_response(f"{status} {_REASONS[status]}", headers, json.dumps(envelope(None, code, message)).encode())
+
+
+def refusal(limit: int, request_headers: dict[str, str]) -> bytes:
+    return _envelope_response(TOO_LARGE, size_limit_message(limit, "request body"), request_headers)
+
+
+def header_check(head: RequestHead) -> bytes | None:
+    """The edge checks of viewer_gateway/edge.py on the request line and headers, before any body byte is read."""
+    scheme = ForwardedView.of(head.peer_host, head.scheme, head.headers).scheme
+    refused = edge_refusal(head.method, head.path, scheme, head.headers.get("host", ""), head.headers)
+    return None if refused is None else _envelope_response(refused.code, refused.message, head.headers)
 
 
 def run(host: str, port: int) -> None:
+    # No --proxy-headers: Daphne would take X-Forwarded-For from anyone; viewer_gateway.edge honours forwarded
+    # headers from the proxies named in trustedProxies only.
     serve(
-        ["-b", host, "-p", str(port), "--proxy-headers", "viewer_gateway.asgi:application"],
+        ["-b", host, "-p", str(port), "viewer_gateway.asgi:application"],
         body_limit=body_limit,
         refusal=refusal,
+        header_check=header_check,
     )

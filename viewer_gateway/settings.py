@@ -3,6 +3,7 @@
 import os
 import secrets
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 from viewer_gateway.config import load_config_or_exit
@@ -55,10 +56,12 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "channels",
+    "axes",
     "models_app",
     "issues_app",
     "chat_app",
     "plans_app",
+    "checks_app",
 ]
 
 MIDDLEWARE = [
@@ -72,10 +75,23 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Locks out admin logins after repeated failures (by user name and client address; see AXES_* below).
+    "axes.middleware.AxesMiddleware",
     # Innermost and sync-only on purpose: under ASGI it makes Django run the whole middleware chain in one thread
     # instead of hopping threads around every async-capable middleware (several ms per request).
-    "viewer_gateway.auth.BearerTokenMiddleware",
+    "viewer_gateway.auth.EdgeCheckMiddleware",
 ]
+
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Admin login throttling: 5 failed attempts for one user name from one client address lock that pair for 15
+# minutes. The address is the TCP peer, or what a proxy named in trustedProxies forwards (never a client's own
+# X-Forwarded-For), so a client cannot dodge the count by inventing addresses.
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_ONLY_ADMIN_SITE = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "viewer_gateway.urls"
 APPEND_SLASH = False
@@ -102,7 +118,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 TASKS = {
     "default": {
         "BACKEND": "django_tasks_db.DatabaseBackend",
-        "QUEUES": ["conversions"],
+        "QUEUES": ["conversions", "checks"],
     }
 }
 
@@ -122,10 +138,15 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
-# the web client, built by `make run` / `make test` from frontend/ (npm ci + esbuild)
+# the web client, built by `make run` / `make test` from frontend/ (npm ci + esbuild): a stable entry app.js and
+# style.css (revalidated on every load: max-age 0 with ETag / Last-Modified), the code in content-hashed chunks
+# under viewer/chunks/ (cached for good: immutable), each file also pre-compressed (.gz, .br) by the build, which
+# whitenoise serves to clients that accept it.
 STATICFILES_DIRS = [("viewer", BASE_DIR / "frontend" / "dist")]
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = False
+WHITENOISE_MAX_AGE = 0
+WHITENOISE_IMMUTABLE_FILE_TEST = r"^/static/viewer/chunks/[^/]+-[A-Z0-9]{8}\.(js|css)(\.map)?$"
 
 # Uploads stream into the data directory (same filesystem as the models, so publishing is a rename).
 FILE_UPLOAD_HANDLERS = ["viewer_gateway.uploads.SizeLimitedUploadHandler"]
@@ -180,11 +201,13 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "ModelStatusEnum": "models_app.models.IfcModel.Status",
         "IssueStatusEnum": "issues_app.models.Issue.Status",
+        "CheckStatusEnum": "checks_app.models.Check.Status",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "viewer_gateway.openapi.wrap_responses_in_envelope",
         "chat_app.openapi.add_event_stream",
+        # last: it documents the envelope and the error statuses of every operation, the ones added above too
+        "viewer_gateway.openapi.wrap_responses_in_envelope",
     ],
 }
 

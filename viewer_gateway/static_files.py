@@ -17,6 +17,14 @@ def _etag(stat: os.stat_result) -> str:
     return f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
 
 
+# Positions longer than this are beyond any file (and int() refuses strings of thousands of digits).
+MAX_POSITION_DIGITS = 18
+
+
+def _position(digits: str) -> int:
+    return int(digits) if len(digits) <= MAX_POSITION_DIGITS else 10**MAX_POSITION_DIGITS
+
+
 def _byte_range(header: str, size: int) -> tuple[int, int] | None | bool:
     """(start, end) inclusive; None = no usable single range (serve whole); False = unsatisfiable."""
     match = RANGE_RE.match(header.strip())
@@ -26,13 +34,13 @@ def _byte_range(header: str, size: int) -> tuple[int, int] | None | bool:
     if not first and not last:
         return None
     if not first:
-        length = int(last)
+        length = _position(last)
         if length == 0:
             return False
         return max(0, size - length), size - 1
-    start = int(first)
-    end = min(int(last), size - 1) if last else size - 1
-    if start >= size or (last and int(last) < start):
+    start = _position(first)
+    end = min(_position(last), size - 1) if last else size - 1
+    if start >= size or (last and _position(last) < start):
         return False
     return start, end
 

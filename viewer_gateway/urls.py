@@ -4,6 +4,7 @@ from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 
 from chat_app import urls as chat_urls
+from checks_app import urls as checks_urls
 from plans_app import urls as plans_urls
 from issues_app import urls as issues_urls
 from models_app import urls as models_urls
@@ -16,6 +17,7 @@ api_v1 = [
     *models_urls.api_urlpatterns,
     *issues_urls.api_urlpatterns,
     *chat_urls.api_urlpatterns,
+    *checks_urls.api_urlpatterns,  # before plans: projects/<id>/<name> would take projects/<id>/ids
     *plans_urls.api_urlpatterns,
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     path("docs", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),

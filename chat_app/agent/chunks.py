@@ -28,9 +28,10 @@ class ToolCallDelta:
 
 @dataclass(frozen=True)
 class Usage:
-    input: int = 0
-    output: int = 0
+    input: int = 0  # every prompt token, the cached ones included
+    output: int = 0  # every completion token, the reasoning ones included
     reasoning: int = 0
+    cached: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,66 +1,71 @@
-"""Element tools: the model's elements as the viewer knows them (metadata.json of the last conversion)."""
+"""Element tools: the model's elements as the viewer knows them (metadata.json of the last conversion). Parent links
+are walked once per element and a loop in them (an element that aggregates itself, or a cycle) ends the walk, so a
+broken file can slow nothing down."""
 
 from __future__ import annotations
 
-from chat_app.agent.tools import MODEL_ID, Tool, ToolError, ToolResult, bound_model_id, in_thread, json_output, object_schema
+from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
 from issues_app.services import override_set
 from models_app.services import model_metadata
-from viewer_gateway.envelope import ApiError
+
+STOREY = "IfcBuildingStorey"
 
 
-async def _metadata(model_id: str) -> dict:
-    try:
-        return await in_thread(model_metadata)(model_id)
-    except ApiError as exc:
-        raise ToolError(str(exc.detail)) from None
+def storeys_by_id(objects: list[dict]) -> dict[str, str]:
+    """id -> name of the storey an object is in ("" when none): the nearest IfcBuildingStorey up its parent links.
+    Each link is followed once (results are shared along the path); a loop ends the walk with no storey."""
+    by_id = {o["id"]: o for o in objects}
+    above: dict[str, str] = {}
+    for obj in objects:
+        path, seen, current, result = [], set(), obj, ""
+        while current is not None:
+            if current["id"] in above:
+                result = above[current["id"]]
+                break
+            if current["id"] in seen:
+                break  # a loop of parent links
+            seen.add(current["id"])
+            path.append(current["id"])
+            parent = by_id.get(current.get("parent"))
+            if parent is not None and parent["type"] == STOREY:
+                result = parent.get("name", "")
+                break
+            current = parent
+        for object_id in path:
+            above[object_id] = result
+    return above
 
 
-def _storey_of(obj: dict, by_id: dict) -> str:
-    parent = by_id.get(obj.get("parent"))
-    while parent is not None and parent["type"] != "IfcBuildingStorey":
-        parent = by_id.get(parent.get("parent"))
-    return parent.get("name", "") if parent else ""
-
-
-async def _find_elements(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
-    metadata = await _metadata(model_id)
-    by_id = {o["id"]: o for o in metadata.get("metaObjects", [])}
-    text = (arguments.get("text") or "").lower()
-    ifc_type = (arguments.get("ifcType") or "").lower()
-    storey = (arguments.get("storey") or "").lower()
+@agent_tool("find_elements", "Elements of the model by name text, IFC class (e.g. IfcWall) or storey name.", {
+    "text": {"type": "string"}, "ifcType": {"type": "string"}, "storey": {"type": "string"}, "limit": {"type": "integer", "minimum": 1, "maximum": 500},
+}, takes_model=True)
+def find_elements(call: ToolCall) -> ToolResult:
+    objects = call_service(model_metadata, call.model_id).get("metaObjects", [])
+    storeys = storeys_by_id(objects)
+    text, ifc_type, storey = ((call.arguments.get(k) or "").lower() for k in ("text", "ifcType", "storey"))
     found = []
-    for obj in metadata.get("metaObjects", []):
+    for obj in objects:
         if ifc_type and obj["type"].lower() != ifc_type:
             continue
         if text and text not in (obj.get("name") or "").lower() and text not in obj["id"].lower():
             continue
-        obj_storey = _storey_of(obj, by_id)
-        if storey and storey not in obj_storey.lower():
+        if storey and storey not in storeys.get(obj["id"], "").lower():
             continue
-        found.append({"guid": obj["id"], "type": obj["type"], "name": obj.get("name", ""), "parent": obj.get("parent"), "storey": obj_storey})
-    limit = arguments.get("limit", 50)
+        found.append({"guid": obj["id"], "type": obj["type"], "name": obj.get("name", ""), "parent": obj.get("parent"), "storey": storeys.get(obj["id"], "")})
+    limit = call.arguments.get("limit", 50)
     return ToolResult(json_output({"total": len(found), "elements": found[:limit]}), title=f"{len(found)} element(s) found",
-                      metadata={"modelId": model_id, "total": len(found), "guids": [e["guid"] for e in found[:limit]]})
+                      metadata={"modelId": call.model_id, "total": len(found), "guids": [e["guid"] for e in found[:limit]]})
 
 
-async def _get_element(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
-    metadata = await _metadata(model_id)
-    obj = next((o for o in metadata.get("metaObjects", []) if o["id"] == arguments["guid"]), None)
+@agent_tool("get_element", "One element: class, name, property sets and its effective overrides.", {"guid": {"type": "string", "minLength": 1}}, ("guid",), takes_model=True)
+def get_element(call: ToolCall) -> ToolResult:
+    metadata = call_service(model_metadata, call.model_id)
+    guid = call.arguments["guid"]
+    obj = next((o for o in metadata.get("metaObjects", []) if o["id"] == guid), None)
     if obj is None:
-        raise ToolError(f"no element {arguments['guid']} in the model (find_elements lists them)")
+        raise ToolError(f"no element {guid} in the model (find_elements lists them)")
     psets = {p["id"]: p for p in metadata.get("propertySets", [])}
     properties = {psets[i]["name"]: {row["name"]: row.get("value") for row in psets[i].get("properties", [])} for i in obj.get("propertySetIds", []) if i in psets}
-    overrides = (await in_thread(override_set)(model_id)).get(obj["id"], {})
+    overrides = call_service(override_set, call.model_id).get(obj["id"], {})
     element = {"guid": obj["id"], "type": obj["type"], "name": obj.get("name", ""), "parent": obj.get("parent"), "propertySets": properties, "overrides": overrides}
-    return ToolResult(json_output(element), title=f"{obj.get('name') or obj['id']} ({obj['type']})", metadata={"modelId": model_id, "guid": obj["id"]})
-
-
-ELEMENT_TOOLS = [
-    Tool("find_elements", "Elements of the model by name text, IFC class (e.g. IfcWall) or storey name.", object_schema({
-        **MODEL_ID, "text": {"type": "string"}, "ifcType": {"type": "string"}, "storey": {"type": "string"},
-        "limit": {"type": "integer", "minimum": 1, "maximum": 500},
-    }), _find_elements),
-    Tool("get_element", "One element: class, name, property sets and its effective overrides.", object_schema({**MODEL_ID, "guid": {"type": "string", "minLength": 1}}, ("guid",)), _get_element),
-]
+    return ToolResult(json_output(element), title=f"{obj.get('name') or obj['id']} ({obj['type']})", metadata={"modelId": call.model_id, "guid": obj["id"]})

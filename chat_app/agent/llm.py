@@ -45,7 +45,9 @@ def _chunks(chunk) -> list:
     if getattr(chunk, "usage", None):
         usage = chunk.usage
         details = getattr(usage, "completion_tokens_details", None)
-        found.append(Usage(input=usage.prompt_tokens or 0, output=usage.completion_tokens or 0, reasoning=getattr(details, "reasoning_tokens", 0) or 0))
+        prompt_details = getattr(usage, "prompt_tokens_details", None)
+        found.append(Usage(input=usage.prompt_tokens or 0, output=usage.completion_tokens or 0, reasoning=getattr(details, "reasoning_tokens", 0) or 0,
+                           cached=getattr(prompt_details, "cached_tokens", 0) or 0))
     for choice in chunk.choices or ():
         delta = choice.delta
         if delta is not None:

@@ -1,29 +1,46 @@
-"""One turn of the agent: model steps with streamed parts and tool calls, until the model stops, or asks the user
-(the turn is suspended until the answer arrives, in whichever process), or is aborted.
+"""One turn of the agent: model steps with streamed parts and tool calls, until the model stops, or the turn waits
+for the user (a question, or a permission request for an irreversible call), or is aborted.
 
-The loop keeps no state between steps but the database: every step starts from the stored history, so a turn
-resumes after an answer, a reload or a restart exactly where it stood."""
+The calls of a step run in the order the model gave them. A call that waits for the user holds the calls after it:
+they stay pending until the answer comes, then run (after a rejected permission they do not run at all, and the
+model reads why). The loop keeps no state between steps but the database: every step starts from the stored
+history, and a turn resumes after an answer, a reload or a restart exactly where it stood."""
 
 from __future__ import annotations
 
 import enum
 import json
 import logging
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import transaction
+
 from chat_app import events
+from chat_app.agent import context
 from chat_app.agent.chunks import Finish, ReasoningDelta, TextDelta, ToolCallDelta, Usage
-from chat_app.agent.tools import Tool, ToolError, ToolResult, in_thread
-from chat_app.agent.writer import MessageWriter, now_ms
-from chat_app.models import Message, PendingQuestion
+from chat_app.agent.execution import run_tool
+from chat_app.agent.scope import checked_model
+from chat_app.agent.tools import Suspended, Tool, ToolCall, ToolError, ToolResult, in_thread
+from chat_app.agent.writer import MessageWriter, now_ms, writer_for
+from chat_app.models import ChatSession, Message, Part, PendingQuestion
 
 logger = logging.getLogger(__name__)
 
 MAX_STEPS = 25
 ABORTED = "Tool execution aborted"
 INTERRUPTED = "[Tool execution was interrupted]"
+NOT_ANSWERED = "The user sent a new message instead of answering."
+HELD_AFTER_REJECT = "Not run: the user rejected an earlier call of this step."
+HELD_AFTER_NEW_MESSAGE = "Not run: the user sent a new message instead of answering an earlier call of this step."
+PERMISSION_OPTIONS = [
+    {"label": "once", "description": "allow this call"},
+    {"label": "always", "description": "allow this tool for the rest of the session"},
+    {"label": "reject", "description": "do not run it; 'reject: <reason>' tells the agent why"},
+]
+PERMISSION_ANSWER = re.compile(r"^\s*(once|always|reject)\s*(?::\s*(.*))?$", re.IGNORECASE | re.DOTALL)
 
 
 class Outcome(enum.Enum):
@@ -31,9 +48,16 @@ class Outcome(enum.Enum):
     SUSPENDED = "suspended"
 
 
+class CallEnd(enum.Enum):
+    DONE = "done"
+    SUSPENDED = "suspended"  # waits for the user; the calls after it are held
+    REJECTED = "rejected"  # the user refused it; the calls after it are not run
+
+
 @dataclass
 class TurnContext:
     session_id: str
+    turn_id: str | None
     user_message_id: str
     llm: Any
     tools: dict[str, Tool]
@@ -50,6 +74,15 @@ class TurnContext:
     open_parts: dict[str, dict] = field(default_factory=dict)
 
 
+def parse_permission_answer(answer: str) -> tuple[str, str] | None:
+    """(decision, reason) of an answer to a permission request: once, always, or reject with an optional reason."""
+    match = PERMISSION_ANSWER.match(answer or "")
+    return (match.group(1).lower(), (match.group(2) or "").strip()) if match else None
+
+
+# --- history -----------------------------------------------------------------------------------------------------
+
+
 def _tool_output(part: dict) -> str:
     state = part["state"]
     if state["status"] == "completed":
@@ -62,9 +95,13 @@ def _tool_output(part: dict) -> str:
 def build_history(session_id: str, subagent_id: str = "") -> list[dict]:
     """The stored conversation in the chat-completions message format."""
     history = []
-    messages = Message.objects.filter(session_id=session_id, subagent_id=subagent_id).exclude(state=Message.State.QUEUED)
+    messages = Message.objects.filter(session_id=session_id, subagent_id=subagent_id, compacted=False).order_by("id")
     for message in messages.prefetch_related("parts"):
         parts = [p.data for p in message.parts.all()]
+        summary = next((p["text"] for p in parts if p["type"] == "compaction"), None)
+        if summary is not None:
+            history.append({"role": "user", "content": summary})
+            continue
         text = "".join(p.get("text", "") for p in parts if p["type"] == "text")
         if message.role == Message.Role.USER:
             history.append({"role": "user", "content": text})
@@ -95,6 +132,10 @@ def assistant_info(ctx: TurnContext) -> dict:
     }
 
 
+def _ended(state: dict) -> dict:
+    return {"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()}
+
+
 async def _complete(writer: MessageWriter, finish: str | None, error: dict | None = None) -> None:
     writer.info["time"]["completed"] = now_ms()
     if finish:
@@ -113,67 +154,151 @@ async def _set_state(ctx: TurnContext, writer: MessageWriter, part: dict, state:
     await writer.publish_part(part)
 
 
-async def _ask(ctx: TurnContext, writer: MessageWriter, part: dict, arguments: dict) -> None:
+async def _fail_call(ctx: TurnContext, writer: MessageWriter, part: dict, error: str, **extra) -> None:
+    state = part["state"]
+    await _set_state(ctx, writer, part, {"status": "error", "input": state.get("input") or {}, "error": error, "time": _ended(state), **extra})
+
+
+async def _finish_step(ctx: TurnContext, writer: MessageWriter, reason: str) -> None:
+    await writer.publish_part(writer.new_part("step-finish", reason=reason, tokens=writer.info["tokens"], cost=writer.info.get("cost", 0)))
+    await _complete(writer, reason)
+    ctx.writer = None
+
+
+# --- questions and permission requests ---------------------------------------------------------------------------
+
+
+async def _ask(ctx: TurnContext, writer: MessageWriter, part: dict, kind: str, fields: dict) -> None:
     def store() -> dict:
-        question = PendingQuestion(session_id=ctx.session_id, message_id=writer.id, call_id=part["callID"])
+        question = PendingQuestion(session_id=ctx.session_id, turn_id=ctx.turn_id, kind=kind, subagent_id=ctx.subagent_id,
+                                   message_id=writer.id, call_id=part["callID"])
         question.frame = {
             "sessionID": ctx.session_id,
             "interruptId": question.interrupt_id,
-            "question": arguments["question"],
-            "header": arguments.get("header", ""),
-            "options": arguments.get("options", []),
-            "multiple": bool(arguments.get("multiple", False)),
+            "header": "",
+            "options": [],
+            "multiple": False,
+            **fields,
             "custom": True,
             "tool": {"messageID": writer.id, "callID": part["callID"]},
+            "kind": kind,
             **({"subagentId": ctx.subagent_id} if ctx.subagent_id else {}),
         }
         question.save(force_insert=True)
         return question.frame
 
-    frame = await in_thread(store)()
-    await events.apublish(ctx.session_id, "question.ask", frame)
+    await events.apublish(ctx.session_id, "question.ask", await in_thread(store)())
 
 
-async def _run_tool(ctx: TurnContext, writer: MessageWriter, part: dict, tool: Tool | None, raw: str) -> bool:
-    """Runs one call; True when the turn is now suspended on a question."""
-    started = now_ms()
-    try:
-        if tool is None:
-            raise ToolError(f"unknown tool {part['tool']!r}; available: {', '.join(sorted(ctx.tools))}")
-        arguments = tool.parse_arguments(raw)
-    except ToolError as exc:
-        await _set_state(ctx, writer, part, {"status": "error", "input": {}, "error": str(exc), "time": {"start": started, "end": now_ms()}})
-        return False
-    await _set_state(ctx, writer, part, {"status": "running", "input": arguments, "time": {"start": started}})
+def _permission_fields(tool: Tool, arguments: dict) -> dict:
+    shown = json.dumps(arguments, ensure_ascii=False)
+    return {
+        "question": f"Allow the agent to run {tool.name}{' ' + shown if len(shown) <= 300 else ''}? It cannot be undone.",
+        "header": "Permission",
+        "options": PERMISSION_OPTIONS,
+        "permission": {"tool": tool.name, "input": arguments},
+    }
+
+
+def _allowed_for_session(session_id: str, tool_name: str) -> bool:
+    return tool_name in (ChatSession.objects.filter(pk=session_id).values_list("allowed_tools", flat=True).first() or [])
+
+
+@transaction.atomic
+def _allow_for_session(session_id: str, tool_name: str) -> None:
+    session = ChatSession.objects.select_for_update().get(pk=session_id)
+    if tool_name not in session.allowed_tools:
+        session.allowed_tools = [*session.allowed_tools, tool_name]
+        session.save(update_fields=["allowed_tools"])
+
+
+# --- calls -------------------------------------------------------------------------------------------------------
+
+
+async def _checked_call(ctx: TurnContext, tool: Tool, arguments: dict) -> ToolCall:
+    model_id = await in_thread(checked_model)(ctx.session_id, arguments.get("modelId"), ctx.model_id) if tool.takes_model else None
+    return ToolCall(ctx, arguments, model_id)
+
+
+async def execute(ctx: TurnContext, writer: MessageWriter, part: dict, tool: Tool, arguments: dict) -> CallEnd:
+    """Runs an allowed call whose part is running (off the loop, see execution.py); a broken tool is the model's to
+    read about, not a crashed turn."""
+    started = part["state"].get("time", {}).get("start", now_ms())
     ctx.current_call = part["callID"]
-    if tool.suspends_turn:
-        await _ask(ctx, writer, part, arguments)
-        return True
     try:
-        result: ToolResult = await tool.run(ctx, arguments)
+        result: ToolResult = await run_tool(tool, await _checked_call(ctx, tool, arguments), part)
+    except Suspended:
+        return CallEnd.SUSPENDED
     except ToolError as exc:
-        await _set_state(ctx, writer, part, {"status": "error", "input": arguments, "error": str(exc), "time": {"start": started, "end": now_ms()}})
-        return False
-    except Exception as exc:  # noqa: BLE001 - a broken tool is the model's to read about, not a crashed turn
+        await _fail_call(ctx, writer, part, str(exc))
+        return CallEnd.DONE
+    except Exception as exc:  # noqa: BLE001
         logger.exception("tool %s failed", part["tool"])
-        await _set_state(ctx, writer, part, {"status": "error", "input": arguments, "error": f"{type(exc).__name__}: {exc}", "time": {"start": started, "end": now_ms()}})
-        return False
+        await _fail_call(ctx, writer, part, f"{type(exc).__name__}: {exc}")
+        return CallEnd.DONE
     await _set_state(ctx, writer, part, {
         "status": "completed", "input": arguments, "output": result.output, "title": result.title,
         "metadata": result.metadata, "time": {"start": started, "end": now_ms()},
     })
-    for event, data in getattr(result, "frames", ()):
-        await events.apublish(ctx.session_id, event, {"sessionID": ctx.session_id, **data})
-    return False
+    for event, data in result.frames:
+        await events.apublish_for_viewer(ctx.session_id, event, {"sessionID": ctx.session_id, **data, **({"subagentId": ctx.subagent_id} if ctx.subagent_id else {})})
+    return CallEnd.DONE
+
+
+async def run_call(ctx: TurnContext, writer: MessageWriter, part: dict) -> CallEnd:
+    """One call, in order: its arguments and its model are checked, then it asks the user (ask_user), or asks for
+    permission (an irreversible tool not allowed for the session), or runs."""
+    tool = ctx.tools.get(part["tool"])
+    try:
+        if tool is None:
+            raise ToolError(f"unknown tool {part['tool']!r}; available: {', '.join(sorted(ctx.tools))}")
+        arguments = tool.parse_arguments(part["state"].get("raw", ""))
+        await _checked_call(ctx, tool, arguments)  # a call outside the session's scope is refused before anyone is asked
+    except ToolError as exc:
+        await _fail_call(ctx, writer, part, str(exc))
+        return CallEnd.DONE
+    await _set_state(ctx, writer, part, {"status": "running", "input": arguments, "time": {"start": now_ms()}})
+    ctx.current_call = part["callID"]
+    if tool.suspends_turn:
+        await _ask(ctx, writer, part, PendingQuestion.Kind.QUESTION, {
+            "question": arguments["question"], "header": arguments.get("header", ""), "options": arguments.get("options", []),
+            "multiple": bool(arguments.get("multiple", False)),
+        })
+        return CallEnd.SUSPENDED
+    if tool.irreversible and not await in_thread(_allowed_for_session)(ctx.session_id, tool.name):
+        await _ask(ctx, writer, part, PendingQuestion.Kind.PERMISSION, _permission_fields(tool, arguments))
+        return CallEnd.SUSPENDED
+    return await execute(ctx, writer, part, tool, arguments)
+
+
+async def _skip(ctx: TurnContext, writer: MessageWriter, parts: list[dict], why: str) -> None:
+    for part in parts:
+        await _fail_call(ctx, writer, part, why)
+
+
+async def run_calls(ctx: TurnContext, writer: MessageWriter, parts: list[dict]) -> CallEnd:
+    """The calls of a step, in order, then the step's end; SUSPENDED leaves the rest pending for the answer."""
+    for index, part in enumerate(parts):
+        end = await run_call(ctx, writer, part)
+        if end is CallEnd.SUSPENDED:
+            return end
+        if end is CallEnd.REJECTED:
+            await _skip(ctx, writer, parts[index + 1:], HELD_AFTER_REJECT)
+            break
+    await _finish_step(ctx, writer, "tool-calls")
+    return CallEnd.DONE
+
+
+# --- steps -------------------------------------------------------------------------------------------------------
 
 
 async def _step(ctx: TurnContext, history: list[dict]) -> Outcome | None:
-    writer = MessageWriter(ctx.session_id, assistant_info(ctx), ctx.subagent_id)
+    writer = MessageWriter(ctx.session_id, assistant_info(ctx), ctx.subagent_id, ctx.turn_id)
     ctx.writer = writer
     await writer.publish_info()
     await writer.publish_part(writer.new_part("step-start"))
     streamed: dict[str, dict] = {}  # "text" / "reasoning" -> part
-    calls: dict[int, dict] = {}  # index -> {"part": ..., "raw": ...}
+    calls: dict[int, dict] = {}  # index -> {"part": ..., "raw": ...}, in the order the model gave them
     finish = "stop"
     async for chunk in ctx.llm.stream(history, [tool.spec() for tool in ctx.tools.values()]):
         if isinstance(chunk, (TextDelta, ReasoningDelta)):
@@ -193,83 +318,135 @@ async def _step(ctx: TurnContext, history: list[dict]) -> Outcome | None:
                 call["part"]["tool"] = chunk.name
             call["raw"] += chunk.arguments
         elif isinstance(chunk, Usage):
-            writer.info["tokens"].update(input=chunk.input, output=chunk.output, reasoning=chunk.reasoning)
+            writer.info["tokens"] = {"input": chunk.input - chunk.cached, "output": chunk.output, "reasoning": chunk.reasoning, "cache": {"read": chunk.cached, "write": 0}}
+            writer.info["cost"] = context.cost_of(writer.info["tokens"])
+            await in_thread(context.record_usage)(ctx.session_id, writer.info["tokens"], writer.info["cost"])
         elif isinstance(chunk, Finish):
             finish = chunk.reason
     for part in streamed.values():
         part["time"]["end"] = now_ms()
         await writer.publish_part(part)
-    # a question is asked last, after the step's other calls ran
-    ordered = sorted(calls.values(), key=lambda c: bool(ctx.tools.get(c["part"]["tool"]) and ctx.tools[c["part"]["tool"]].suspends_turn))
-    for call in ordered:
-        if await _run_tool(ctx, writer, call["part"], ctx.tools.get(call["part"]["tool"]), call["raw"]):
-            return Outcome.SUSPENDED
-    await _finish_step(writer, "tool-calls" if calls else ("length" if finish == "length" else "stop"))
-    ctx.writer = None
-    return None if calls else Outcome.FINISHED
+    if not calls:
+        await _finish_step(ctx, writer, "length" if finish == "length" else "stop")
+        return Outcome.FINISHED
+    parts = []
+    for call in calls.values():  # complete arguments are kept with the pending call, so a held call can run later
+        part = call["part"]
+        part["state"] = {"status": "pending", "input": _parsed_or_empty(call["raw"]), "raw": call["raw"]}
+        await writer.publish_part(part)
+        parts.append(part)
+    end = await run_calls(ctx, writer, parts)
+    return Outcome.SUSPENDED if end is CallEnd.SUSPENDED else None
 
 
-async def _finish_step(writer: MessageWriter, reason: str) -> None:
-    await writer.publish_part(writer.new_part("step-finish", reason=reason, tokens=writer.info["tokens"], cost=0))
-    await _complete(writer, reason)
+def _parsed_or_empty(raw: str) -> dict:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _history(ctx: TurnContext) -> list[dict]:
+    tools = [tool.spec() for tool in ctx.tools.values()]
+    history, _ = context.fitted_history(ctx.session_id, ctx.turn_id if not ctx.subagent_id else None, ctx.system_prompt, tools,
+                                        lambda session_id: build_history(session_id, ctx.subagent_id))
+    return history
 
 
 async def run_turn(ctx: TurnContext) -> Outcome:
     for _ in range(MAX_STEPS):
-        history = await in_thread(build_history)(ctx.session_id, ctx.subagent_id)
-        if ctx.system_prompt:
-            history.insert(0, {"role": "system", "content": ctx.system_prompt})
+        history = await in_thread(_history)(ctx)
         outcome = await _step(ctx, history)
         if outcome is not None:
             return outcome
-    writer = MessageWriter(ctx.session_id, assistant_info(ctx), ctx.subagent_id)
+    writer = MessageWriter(ctx.session_id, assistant_info(ctx), ctx.subagent_id, ctx.turn_id)
     await writer.publish_info()
     await writer.publish_part(writer.new_part("text", text=f"Stopped after {MAX_STEPS} steps without finishing.", time={"start": now_ms(), "end": now_ms()}))
     await _complete(writer, "length")
     return Outcome.FINISHED
 
 
-def _writer_for(message: Message) -> MessageWriter:
-    writer = MessageWriter(message.session_id, message.info, message.subagent_id)
-    writer.info = message.info
-    return writer
+# --- resuming after an answer ------------------------------------------------------------------------------------
 
 
-async def close_question(session_id: str, question: PendingQuestion, *, answer: str | None, error: str | None = None, aborted: bool = False) -> None:
-    """Ends the ask_user call of a question: completed with the answer, or an error (not answered, aborted); the
-    step's message is completed too."""
-    message = await in_thread(lambda: Message.objects.get(pk=question.message_id))()
-    part_row = await in_thread(lambda: message.parts.filter(type="tool", data__callID=question.call_id).first())()
-    writer = _writer_for(message)
-    if part_row is not None:
-        part = part_row.data
-        state = part["state"]
-        ended = {"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()}
-        if answer is not None:
-            asked = question.frame["question"]
-            part["state"] = {"status": "completed", "input": state.get("input", {}), "output": f'User has answered your question: "{asked}"="{answer}"',
-                             "title": "Asked 1 question", "metadata": {"answers": [answer]}, "time": ended}
-        else:
-            part["state"] = {"status": "error", "input": state.get("input", {}), "error": error or ABORTED, "time": ended,
-                             **({"metadata": {"interrupted": True}} if aborted else {})}
-        await writer.publish_part(part)
-    if aborted:
-        await _complete(writer, None, {"name": "MessageAbortedError", "data": {"message": "aborted by the user"}})
-    else:
-        await _finish_step(writer, "tool-calls")
+def _held_calls(message_id: str, after_part_id: str) -> list[dict]:
+    """The calls of a step still pending after the given one, in order."""
+    rows = Part.objects.filter(message_id=message_id, type="tool", id__gt=after_part_id).order_by("id")
+    return [row.data for row in rows if row.data["state"]["status"] == "pending"]
+
+
+def _question_call(question: PendingQuestion) -> tuple[Message, dict | None]:
+    message = Message.objects.get(pk=question.message_id)
+    row = message.parts.filter(type="tool", data__callID=question.call_id).first()
+    return message, (row.data if row is not None else None)
+
+
+async def _answer_call(ctx: TurnContext, writer: MessageWriter, part: dict, question: PendingQuestion) -> CallEnd:
+    state = part["state"]
+    if question.kind == PendingQuestion.Kind.QUESTION:
+        asked = question.frame["question"]
+        await _set_state(ctx, writer, part, {
+            "status": "completed", "input": state.get("input", {}), "output": f'User has answered your question: "{asked}"="{question.answer}"',
+            "title": "Asked 1 question", "metadata": {"answers": [question.answer]}, "time": _ended(state),
+        })
+        return CallEnd.DONE
+    decision, reason = parse_permission_answer(question.answer) or ("reject", question.answer)
+    if decision == "reject":
+        await _fail_call(ctx, writer, part, f"The user rejected this call{': ' + reason if reason else '.'}", metadata={"rejected": True})
+        return CallEnd.REJECTED
+    if decision == "always":
+        await in_thread(_allow_for_session)(ctx.session_id, part["tool"])
+    await _set_state(ctx, writer, part, {"status": "running", "input": state.get("input") or {}, "time": {"start": now_ms()}, "metadata": {"permitted": decision}})
+    return await execute(ctx, writer, part, ctx.tools[part["tool"]], state.get("input") or {})
+
+
+async def resume_turn(ctx: TurnContext, question: PendingQuestion) -> Outcome:
+    """Goes on with the turn that waited for `question`: the question's call ends with the answer (or runs, when
+    permitted), the calls held after it run, then the next steps."""
+    if question.subagent_id != ctx.subagent_id:
+        from chat_app.agent.delegate_tools import resume_delegation
+
+        return await resume_delegation(ctx, question)
+    message, part = await in_thread(_question_call)(question)
+    writer = writer_for(message)
+    ctx.writer = writer
+    end = await _answer_call(ctx, writer, part, question) if part is not None else CallEnd.DONE
+    return await continue_step(ctx, writer, part["id"] if part else "", end)
+
+
+async def continue_step(ctx: TurnContext, writer: MessageWriter, after_part_id: str, end: CallEnd) -> Outcome:
+    """After a held call ended: the rest of its step, then the turn's next steps."""
+    if end is CallEnd.SUSPENDED:
+        return Outcome.SUSPENDED
+    held = await in_thread(_held_calls)(writer.id, after_part_id)
+    if end is CallEnd.REJECTED:
+        await _skip(ctx, writer, held, HELD_AFTER_REJECT)
+        await _finish_step(ctx, writer, "tool-calls")
+    elif await run_calls(ctx, writer, held) is CallEnd.SUSPENDED:
+        return Outcome.SUSPENDED
+    return await run_turn(ctx)
+
+
+async def end_unanswered(ctx: TurnContext, question: PendingQuestion) -> None:
+    """A new message came instead of the answer: the question's call fails, the calls it held are not run, and the
+    step ends (a sub-agent's question ends its delegation the same way)."""
+    message, part = await in_thread(_question_call)(question)
+    writer = writer_for(message)
+    if part is not None:
+        await _fail_call(ctx, writer, part, NOT_ANSWERED)
+        await _skip(ctx, writer, await in_thread(_held_calls)(message.id, part["id"]), HELD_AFTER_NEW_MESSAGE)
+    await _finish_step(ctx, writer, "tool-calls")
 
 
 async def close_aborted(ctx: TurnContext) -> None:
-    """After a cancellation: every unfinished tool part fails as aborted and the message being written ends with
-    MessageAbortedError."""
+    """After a cancellation: every unfinished tool part of the message being written fails as aborted and the
+    message ends with MessageAbortedError (what is left elsewhere in the turn, see turn.close_open_work)."""
     writer = ctx.writer
     if writer is None:
         return
     for part in list(ctx.open_parts.values()):
-        state = part["state"]
-        part["state"] = {"status": "error", "input": state.get("input", {}), "error": ABORTED, "metadata": {"interrupted": True},
-                         "time": {"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()}}
-        await writer.publish_part(part)
+        await _fail_call(ctx, writer, part, ABORTED, metadata={**(part["state"].get("metadata") or {}), "interrupted": True})
     ctx.open_parts.clear()
     await _complete(writer, None, {"name": "MessageAbortedError", "data": {"message": "aborted by the user"}})
     ctx.writer = None

@@ -1,69 +1,55 @@
 """Plan-file tools: the project's room programme, BIM supplement and delivered building, through plans_app's
-services (the same as the REST API), with author "agent" and provenance AI."""
+services (the same as the REST API), with author "agent" and provenance AI. The delivery tells the session's viewer
+itself, through the project event seam."""
 
 from __future__ import annotations
 
-from chat_app.agent.tools import Tool, ToolError, ToolResult, in_thread, json_output, object_schema
+from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
 from plans_app import services
 from plans_app.models import PLAN_FILES
-from viewer_gateway.envelope import ApiError
 from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
 
 NAME = {"type": "string", "enum": list(PLAN_FILES)}
 VERSION = {"type": "string", "pattern": "^(v[0-9]+|current)$"}
 
 
-def _project_id(ctx) -> str:
-    if not ctx.project_id:
+def _project_id(call: ToolCall) -> str:
+    if not call.project_id:
         raise ToolError("this session belongs to no project, so it has no plan files")
-    return ctx.project_id
+    return call.project_id
 
 
-async def _call(function, **kwargs):
-    try:
-        return await in_thread(lambda: function(**kwargs))()
-    except ApiError as exc:
-        detail = f"{exc.detail}"
-        if isinstance(exc.data, dict) and exc.data.get("errors"):
-            detail += "\n" + json_output(exc.data["errors"][:20])
-        raise ToolError(detail) from None
+@agent_tool("read_plan", "Read a plan file: plan (room programme), bim_supplement or building (the delivered result).", {"name": NAME}, ("name",))
+def read_plan(call: ToolCall) -> ToolResult:
+    name = call.arguments["name"]
+    document, version = call_service(services.plan_file_get, project_id=_project_id(call), name=name)
+    return ToolResult(json_output({"version": version, "content": document}), title=f"read {name} ({version or 'empty'})", metadata={"name": name, "version": version})
 
 
-async def _read_plan(ctx, arguments: dict) -> ToolResult:
-    document, version = await _call(services.plan_file_get, project_id=_project_id(ctx), name=arguments["name"])
-    return ToolResult(json_output({"version": version, "content": document}), title=f"read {arguments['name']} ({version or 'empty'})",
-                      metadata={"name": arguments["name"], "version": version})
+@agent_tool("write_plan", "Replace a plan file with a whole new document (schema plan/1, bim_supplement/1 or building/1).",
+            {"name": NAME, "content": {"type": "object"}}, ("name", "content"))
+def write_plan(call: ToolCall) -> ToolResult:
+    name = call.arguments["name"]
+    result = call_service(services.plan_file_put, project_id=_project_id(call), name=name, document=call.arguments["content"], author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+    return ToolResult(json_output(result), title=f"wrote {name} {result['version']}", metadata=result)
 
 
-async def _write_plan(ctx, arguments: dict) -> ToolResult:
-    result = await _call(services.plan_file_put, project_id=_project_id(ctx), name=arguments["name"], document=arguments["content"],
-                         author=AGENT_AUTHOR, provenance=Provenance.AI.value)
-    return ToolResult(json_output(result), title=f"wrote {arguments['name']} {result['version']}", metadata=result)
-
-
-async def _plan_history(ctx, arguments: dict) -> ToolResult:
-    history = await _call(services.plan_history, project_id=_project_id(ctx))
+@agent_tool("plan_history", "The versions of the project's plan files.")
+def plan_history(call: ToolCall) -> ToolResult:
+    history = call_service(services.plan_history, project_id=_project_id(call))
     return ToolResult(json_output(history), title=f"{len(history['versions'])} plan version(s)", metadata={"current": history["current"]})
 
 
-async def _plan_diff(ctx, arguments: dict) -> ToolResult:
-    diff = await _call(services.plan_diff, project_id=_project_id(ctx), base=arguments["base"], target=arguments["target"])
-    return ToolResult(json_output(diff), title=f"plan diff {arguments['base']}..{arguments['target']}", metadata={"stats": diff["stats"]})
+@agent_tool("plan_diff", "Field-by-field diff of two plan versions (v<n> or current).", {"base": VERSION, "target": VERSION}, ("base", "target"))
+def plan_diff(call: ToolCall) -> ToolResult:
+    base, target = call.arguments["base"], call.arguments["target"]
+    diff = call_service(services.plan_diff, project_id=_project_id(call), base=base, target=target)
+    return ToolResult(json_output(diff), title=f"plan diff {base}..{target}", metadata={"stats": diff["stats"]})
 
 
-async def _deliver(ctx, arguments: dict) -> ToolResult:
-    # the delivery itself tells the session's viewer (viewer.committed)
-    result = await _call(services.deliver, project_id=_project_id(ctx), plan=arguments["plan"], bim_supplement=arguments["bimSupplement"],
-                         author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+@agent_tool("deliver", "Build the project's model(s) from the plan and the BIM supplement and record the building (the user is asked for permission).",
+            {"plan": {"type": "object"}, "bimSupplement": {"type": "object"}}, ("plan", "bimSupplement"), irreversible=True)
+def deliver(call: ToolCall) -> ToolResult:
+    result = call_service(services.deliver, project_id=_project_id(call), plan=call.arguments["plan"], bim_supplement=call.arguments["bimSupplement"],
+                          author=AGENT_AUTHOR, provenance=Provenance.AI.value)
     return ToolResult(json_output(result), title=f"delivered as plan {result['version']}", metadata={"version": result["version"], "model": result["model"]})
-
-
-PLAN_TOOLS = [
-    Tool("read_plan", "Read a plan file: plan (room programme), bim_supplement or building (the delivered result).", object_schema({"name": NAME}, ("name",)), _read_plan),
-    Tool("write_plan", "Replace a plan file with a whole new document (schema plan/1, bim_supplement/1 or building/1).",
-         object_schema({"name": NAME, "content": {"type": "object"}}, ("name", "content")), _write_plan),
-    Tool("plan_history", "The versions of the project's plan files.", object_schema(), _plan_history),
-    Tool("plan_diff", "Field-by-field diff of two plan versions (v<n> or current).", object_schema({"base": VERSION, "target": VERSION}, ("base", "target")), _plan_diff),
-    Tool("deliver", "Build the project's model from the plan and the BIM supplement and record the building. Ask the user first.",
-         object_schema({"plan": {"type": "object"}, "bimSupplement": {"type": "object"}}, ("plan", "bimSupplement")), _deliver),
-]

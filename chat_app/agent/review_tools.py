@@ -1,17 +1,33 @@
-"""Review-record tools: issues (created with provenance AI) and property overrides, through the same serializers
-and services as the REST API."""
+"""Review-record tools: issues (created with provenance AI), their BCF topic fields and comment threads, and property
+overrides, through the same serializers and services as the REST API."""
 
 from __future__ import annotations
 
 from rest_framework.exceptions import ValidationError
 
-from chat_app.agent.tools import MODEL_ID, Tool, ToolError, ToolResult, bound_model_id, in_thread, json_output, object_schema
+from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output, object_schema
 from issues_app import services
-from issues_app.serializers import ChangeEntrySerializer, IssueInputSerializer, IssuePatchSerializer, IssueSerializer, PropertiesUpdateSerializer
-from viewer_gateway.envelope import ApiError
+from issues_app.serializers import (
+    ChangeEntrySerializer,
+    CommentSerializer,
+    IssueInputSerializer,
+    IssuePatchSerializer,
+    IssueSerializer,
+    PropertiesUpdateSerializer,
+)
 from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
 
 AI = {"source": Provenance.AI.value}
+VECTOR = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}
+FIELDS = {"type": "object", "additionalProperties": {"type": "string"}, "description": "Name, Description, Classification, FireRating, Comments; '' clears"}
+STATUS = {"type": "string", "enum": ["open", "checking", "resolved"]}
+ISSUE_ID = {"type": "string", "pattern": "^i_[0-9a-f]{12}$"}
+COMMENT_ID = {"type": "string", "description": "the comment's id (a lowercase UUID)"}
+# BCF topic fields the agent may set on an issue (the same names as the REST API)
+TOPIC_FIELDS = {
+    "priority": {"type": "string"}, "assignedTo": {"type": "string"}, "labels": {"type": "array", "items": {"type": "string"}},
+    "dueDate": {"type": ["string", "null"], "description": "ISO 8601, or null to clear"}, "topicType": {"type": "string"}, "stage": {"type": "string"},
+}
 
 
 def _validated(serializer_class, data: dict) -> dict:
@@ -23,89 +39,101 @@ def _validated(serializer_class, data: dict) -> dict:
     return serializer.validated_data
 
 
-async def _call(function, *args, **kwargs):
-    try:
-        return await in_thread(lambda: function(*args, **kwargs))()
-    except ApiError as exc:
-        raise ToolError(str(exc.detail)) from None
-
-
 def _issue_summary(issue: dict) -> dict:
-    return {k: issue[k] for k in ("id", "title", "status", "entityId", "entityName", "comment")}
+    return {k: issue[k] for k in ("id", "title", "status", "entityId", "entityName", "comment", "priority", "assignedTo", "labels", "dueDate")}
 
 
-async def _list_issues(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
-    issues = await _call(lambda: IssueSerializer(services.issue_list(model_id), many=True).data)
-    if arguments.get("status"):
-        issues = [i for i in issues if i["status"] == arguments["status"]]
-    return ToolResult(json_output([_issue_summary(i) for i in issues]), title=f"{len(issues)} issue(s)", metadata={"modelId": model_id, "count": len(issues)})
+@agent_tool("list_issues", "Review issues of the model (optionally by status).", {"status": STATUS}, takes_model=True)
+def list_issues(call: ToolCall) -> ToolResult:
+    issues = call_service(lambda: IssueSerializer(services.issue_list(call.model_id), many=True).data)
+    if call.arguments.get("status"):
+        issues = [i for i in issues if i["status"] == call.arguments["status"]]
+    return ToolResult(json_output([_issue_summary(i) for i in issues]), title=f"{len(issues)} issue(s)", metadata={"modelId": call.model_id, "count": len(issues)})
 
 
-async def _create_issue(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
+@agent_tool("create_issue", "Pin a review issue to an element (provenance AI).", {
+    "entityId": {"type": "string"}, "entityName": {"type": "string"}, "entityType": {"type": "string"},
+    "title": {"type": "string", "minLength": 1}, "comment": {"type": "string"},
+    "camera": object_schema({"eye": VECTOR, "look": VECTOR, "up": VECTOR}, ("eye", "look", "up")),
+}, ("title",), takes_model=True)
+def create_issue(call: ToolCall) -> ToolResult:
     data = _validated(IssueInputSerializer, {
-        **{k: arguments[k] for k in ("entityId", "entityName", "entityType", "title", "comment", "camera") if k in arguments},
+        **{k: call.arguments[k] for k in ("entityId", "entityName", "entityType", "title", "comment", "camera") if k in call.arguments},
         "author": AGENT_AUTHOR, "provenance": AI,
     })
-    issue = await _call(lambda: IssueSerializer(services.issue_create(model_id=model_id, data=data)).data)
-    return ToolResult(json_output(_issue_summary(issue)), title=f"pinned issue {issue['id']}: {issue['title']}", metadata={"modelId": model_id, "issue": issue})
+    issue = call_service(lambda: IssueSerializer(services.issue_create(model_id=call.model_id, data=data)).data)
+    return ToolResult(json_output(_issue_summary(issue)), title=f"pinned issue {issue['id']}: {issue['title']}", metadata={"modelId": call.model_id, "issue": issue})
 
 
-async def _update_issue(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
-    changes = _validated(IssuePatchSerializer, {k: arguments[k] for k in ("title", "comment", "status") if k in arguments})
-    issue = await _call(lambda: IssueSerializer(services.issue_update(model_id=model_id, issue_id=arguments["issueId"], changes=changes)).data)
-    return ToolResult(json_output(_issue_summary(issue)), title=f"updated issue {issue['id']} ({issue['status']})", metadata={"modelId": model_id, "issue": issue})
+@agent_tool("update_issue", "Change an issue's title, comment, status (open, checking, resolved) or topic fields (priority, assignee, labels, due date, type, stage).", {
+    "issueId": ISSUE_ID, "title": {"type": "string"}, "comment": {"type": "string"}, "status": STATUS, **TOPIC_FIELDS,
+}, ("issueId",), takes_model=True)
+def update_issue(call: ToolCall) -> ToolResult:
+    changes = _validated(IssuePatchSerializer, {**{k: v for k, v in call.arguments.items() if k not in ("issueId", "modelId")}, "modifiedAuthor": AGENT_AUTHOR})
+    issue = call_service(lambda: IssueSerializer(services.issue_update(model_id=call.model_id, issue_id=call.arguments["issueId"], changes=changes)).data)
+    return ToolResult(json_output(_issue_summary(issue)), title=f"updated issue {issue['id']} ({issue['status']})", metadata={"modelId": call.model_id, "issue": issue})
 
 
-async def _get_overrides(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
-    overrides = await _call(services.override_set, model_id)
-    return ToolResult(json_output(overrides), title=f"overrides of {len(overrides)} element(s)", metadata={"modelId": model_id})
+@agent_tool("list_comments", "The comment thread of an issue, oldest first.", {"issueId": ISSUE_ID}, ("issueId",), takes_model=True)
+def list_comments(call: ToolCall) -> ToolResult:
+    comments = call_service(lambda: CommentSerializer(services.comment_list(call.model_id, call.arguments["issueId"]), many=True).data)
+    return ToolResult(json_output(comments), title=f"{len(comments)} comment(s) on {call.arguments['issueId']}", metadata={"modelId": call.model_id, "count": len(comments)})
 
 
-async def _set_overrides(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
-    data = _validated(PropertiesUpdateSerializer, {"entityName": arguments.get("entityName", ""), "fields": arguments["fields"], "author": AGENT_AUTHOR, "provenance": AI})
-    effective = await _call(
-        services.entity_properties_update, model_id=model_id, entity_id=arguments["entityId"], entity_name=data["entityName"],
-        fields=data["fields"], author=AGENT_AUTHOR, provenance=Provenance.AI.value,
-    )
-    return ToolResult(json_output(effective), title=f"set overrides of {arguments['entityId']}", metadata={"modelId": model_id, "entityId": arguments["entityId"], "effective": effective})
+@agent_tool("add_comment", "Add a comment to an issue's thread (author agent), optionally about one of its viewpoints.", {
+    "issueId": ISSUE_ID, "text": {"type": "string", "minLength": 1}, "viewpointGuid": {"type": "string"},
+}, ("issueId", "text"), takes_model=True)
+def add_comment(call: ToolCall) -> ToolResult:
+    comment = call_service(lambda: CommentSerializer(services.comment_add(
+        model_id=call.model_id, issue_id=call.arguments["issueId"], text=call.arguments["text"], author=AGENT_AUTHOR,
+        viewpoint_guid=call.arguments.get("viewpointGuid"))).data)
+    return ToolResult(json_output(comment), title=f"commented on {call.arguments['issueId']}", metadata={"modelId": call.model_id, "comment": comment})
 
 
-async def _list_changes(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
-    limit = arguments.get("limit", 50)
-    entries = await _call(lambda: ChangeEntrySerializer(services.change_log(model_id)[:limit], many=True).data)
-    return ToolResult(json_output(entries), title=f"{len(entries)} change(s)", metadata={"modelId": model_id})
+@agent_tool("edit_comment", "Change the text of a comment (recorded as modified by the agent).", {
+    "issueId": ISSUE_ID, "commentId": COMMENT_ID, "text": {"type": "string", "minLength": 1},
+}, ("issueId", "commentId", "text"), takes_model=True)
+def edit_comment(call: ToolCall) -> ToolResult:
+    comment = call_service(lambda: CommentSerializer(services.comment_update(
+        model_id=call.model_id, issue_id=call.arguments["issueId"], comment_id=call.arguments["commentId"],
+        changes={"text": call.arguments["text"], "modifiedAuthor": AGENT_AUTHOR})).data)
+    return ToolResult(json_output(comment), title=f"edited a comment on {call.arguments['issueId']}", metadata={"modelId": call.model_id, "comment": comment})
 
 
-async def _migrate_overrides(ctx, arguments: dict) -> ToolResult:
-    model_id = bound_model_id(ctx, arguments)
-    result = await _call(services.overrides_migrate, model_id=model_id, author=AGENT_AUTHOR, provenance=Provenance.AI.value)
-    return ToolResult(json_output(result), title=f"migrated {len(result['migrated'])}, failed {len(result['failed'])}", metadata={"modelId": model_id, **result})
+@agent_tool("delete_comment", "Delete a comment from an issue's thread (the user is asked for permission).", {
+    "issueId": ISSUE_ID, "commentId": COMMENT_ID,
+}, ("issueId", "commentId"), takes_model=True, irreversible=True)
+def delete_comment(call: ToolCall) -> ToolResult:
+    call_service(services.comment_delete, model_id=call.model_id, issue_id=call.arguments["issueId"], comment_id=call.arguments["commentId"])
+    return ToolResult("deleted", title=f"deleted a comment on {call.arguments['issueId']}", metadata={"modelId": call.model_id})
 
 
-VECTOR = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}
-FIELDS = {"type": "object", "additionalProperties": {"type": "string"}, "description": "Name, Description, Classification, FireRating, Comments; '' clears"}
+@agent_tool("get_overrides", "The model's property overrides {entityId: {field: value}}.", takes_model=True)
+def get_overrides(call: ToolCall) -> ToolResult:
+    overrides = call_service(services.override_set, call.model_id)
+    return ToolResult(json_output(overrides), title=f"overrides of {len(overrides)} element(s)", metadata={"modelId": call.model_id})
 
-REVIEW_TOOLS = [
-    Tool("list_issues", "Review issues of the model (optionally by status).", object_schema({**MODEL_ID, "status": {"type": "string", "enum": ["open", "checking", "resolved"]}}), _list_issues),
-    Tool("create_issue", "Pin a review issue to an element (provenance AI).", object_schema({
-        **MODEL_ID, "entityId": {"type": "string"}, "entityName": {"type": "string"}, "entityType": {"type": "string"},
-        "title": {"type": "string", "minLength": 1}, "comment": {"type": "string"},
-        "camera": object_schema({"eye": VECTOR, "look": VECTOR, "up": VECTOR}, ("eye", "look", "up")),
-    }, ("title",)), _create_issue),
-    Tool("update_issue", "Change an issue's title, comment or status (open, checking, resolved).", object_schema({
-        **MODEL_ID, "issueId": {"type": "string", "pattern": "^i_[0-9a-f]{12}$"}, "title": {"type": "string"}, "comment": {"type": "string"},
-        "status": {"type": "string", "enum": ["open", "checking", "resolved"]},
-    }, ("issueId",)), _update_issue),
-    Tool("get_overrides", "The model's property overrides {entityId: {field: value}}.", object_schema(MODEL_ID), _get_overrides),
-    Tool("set_overrides", "Override whitelisted properties of an element without changing the IFC.", object_schema({
-        **MODEL_ID, "entityId": {"type": "string", "minLength": 1}, "entityName": {"type": "string"}, "fields": FIELDS,
-    }, ("entityId", "fields")), _set_overrides),
-    Tool("list_changes", "The model's change log, newest first.", object_schema({**MODEL_ID, "limit": {"type": "integer", "minimum": 1, "maximum": 500}}), _list_changes),
-    Tool("migrate_overrides", "Turn the model's overrides into build-script edits saved as one version.", object_schema(MODEL_ID), _migrate_overrides),
-]
+
+@agent_tool("set_overrides", "Override whitelisted properties of an element without changing the IFC.", {
+    "entityId": {"type": "string", "minLength": 1}, "entityName": {"type": "string"}, "fields": FIELDS,
+}, ("entityId", "fields"), takes_model=True)
+def set_overrides(call: ToolCall) -> ToolResult:
+    entity_id = call.arguments["entityId"]
+    data = _validated(PropertiesUpdateSerializer, {"entityName": call.arguments.get("entityName", ""), "fields": call.arguments["fields"], "author": AGENT_AUTHOR, "provenance": AI})
+    effective = call_service(services.entity_properties_update, model_id=call.model_id, entity_id=entity_id, entity_name=data["entityName"],
+                             fields=data["fields"], author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+    return ToolResult(json_output(effective), title=f"set overrides of {entity_id}", metadata={"modelId": call.model_id, "entityId": entity_id, "effective": effective})
+
+
+@agent_tool("list_changes", "The model's change log, newest first.", {"limit": {"type": "integer", "minimum": 1, "maximum": 500}}, takes_model=True)
+def list_changes(call: ToolCall) -> ToolResult:
+    limit = call.arguments.get("limit", 50)
+    entries = call_service(lambda: ChangeEntrySerializer(services.change_log(call.model_id)[:limit], many=True).data)
+    return ToolResult(json_output(entries), title=f"{len(entries)} change(s)", metadata={"modelId": call.model_id})
+
+
+@agent_tool("migrate_overrides", "Turn the model's overrides into build-script edits saved as one version (the user is asked for permission).",
+            takes_model=True, irreversible=True)
+def migrate_overrides(call: ToolCall) -> ToolResult:
+    result = call_service(services.overrides_migrate, model_id=call.model_id, author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+    return ToolResult(json_output(result), title=f"migrated {len(result['migrated'])}, failed {len(result['failed'])}", metadata={"modelId": call.model_id, **result})

@@ -5,23 +5,19 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from chat_app.agent.plan_tools import PLAN_TOOLS
 from chat_app.agent.llm import OpenAICompatibleModel, describe_provider_error
 from chat_app.agent.loop import TurnContext
 from chat_app.agent.scripted import ScriptedModel
-from chat_app.agent.element_tools import ELEMENT_TOOLS
-from chat_app.agent.review_tools import REVIEW_TOOLS
-from chat_app.agent.script_tools import SCRIPT_TOOLS
-from chat_app.agent.session_tools import INIT_MODEL, SESSION_INFO
-from chat_app.agent.subagents import DELEGATE
-from chat_app.agent.tools import ASK_USER, Tool
-from chat_app.models import ChatSession, Message
+from chat_app.agent.tools import Tool, all_tools
+from chat_app.models import ChatSession
 
 
-MAIN_PROMPT = """You are the modelling assistant of a building-model review service. Models are IFC files produced by Python build scripts: a literal PARAMS dict and build(params, out_path), whose elements come from script_lib.create_entity(model, ifc_class, key, ...) with GlobalIds derived from the keys.
-To change a model: read its PARAMS or script, stage a change (set_params, edit_call for one argument of one element, put_script for anything else), run_script to build a preview, look at the element-level diff, then ask the user with ask_user before save_version. Never save without a yes. Tool errors (a failed sandbox run with its last output, a stale script map) are yours to read and fix.
-Plan files: the room programme (plan), the BIM supplement and the delivered building are read and written with read_plan/write_plan; deliver builds the model from them (ask the user first).
-Review records: pin issues to elements (create_issue), set property overrides (set_overrides). Compare versions with model_diff. Hand larger self-contained work to a sub-agent with delegate.
+MAIN_PROMPT = """You are the modelling assistant of a building-model review service. Models are IFC files (or DXF drawings) produced by Python build scripts: a literal PARAMS dict and build(params, out_path), whose elements come from script_lib.create_entity(model, ifc_class, key, ...) with GlobalIds derived from the keys.
+To change a model: read its PARAMS or script, stage a change (set_params, edit_call for one argument of one element, put_script for anything else), run_script to build a preview, look at the element-level diff, then save_version. Irreversible tools (save_version, rollback, discard, deliver, migrate_overrides, init_model) ask the user for permission themselves; when the user rejects a call, its error says why: respect it. Tool errors (a failed sandbox run with its last output, a stale script map, a model outside this project) are yours to read and fix.
+You act only on the models of this session's project.
+Plan files: the room programme (plan), the BIM supplement and the delivered building are read and written with read_plan/write_plan; deliver builds the project's models from them.
+Review records: pin issues to elements (create_issue), discuss them in their comment threads (add_comment), set property overrides (set_overrides). Compare versions with model_diff.
+Automated review: the project's IDS files (list_ids_files) state requirements; run_ids_check checks a model against them and explain_failures says what fails and why. To make a model pass, change the build script (PARAMS or the call sites of the failing elements), run it, check again, and report what passes now; saving asks the user. pin_ids_failures turns failures into review issues. Hand larger self-contained work to a sub-agent with delegate. Ask the user with ask_user when you need a decision.
 Answer in the user's language, briefly."""
 
 
@@ -33,7 +29,7 @@ def language_model():
 
 
 def main_tools() -> dict[str, Tool]:
-    return {tool.name: tool for tool in (SESSION_INFO, INIT_MODEL, ASK_USER, DELEGATE, *SCRIPT_TOOLS, *ELEMENT_TOOLS, *REVIEW_TOOLS, *PLAN_TOOLS)}
+    return all_tools()
 
 
 def context_note(session: ChatSession) -> str:
@@ -45,16 +41,13 @@ def context_note(session: ChatSession) -> str:
     return f"{project} {model}"
 
 
-def turn_context(session_id: str, work) -> TurnContext:
-    session = ChatSession.objects.select_related("project").get(pk=session_id)
-    if work.message is not None:
-        user_message_id = work.message.id
-    else:
-        user_message_id = session.messages.filter(role=Message.Role.USER).exclude(state=Message.State.QUEUED).order_by("-id").values_list("id", flat=True).first()
+def turn_context(turn) -> TurnContext:
+    session = ChatSession.objects.select_related("project").get(pk=turn.session_id)
     note = context_note(session)
     return TurnContext(
-        session_id=session_id,
-        user_message_id=user_message_id or "",
+        session_id=session.id,
+        turn_id=turn.id,
+        user_message_id=turn.user_message_id,
         llm=language_model(),
         tools=main_tools(),
         model_id=session.model_id,

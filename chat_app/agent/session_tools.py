@@ -1,14 +1,16 @@
-"""Tools about the chat session itself."""
+"""Tools about the chat session itself: what it is about, and the model of a cad or cad->ifc project."""
 
 from __future__ import annotations
 
 from chat_app import selectors, services
-from chat_app.agent.tools import Tool, ToolError, ToolResult, in_thread, json_output, object_schema
-from viewer_gateway.envelope import ApiError
+from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
+from models_app.project_services import project_model_init
+from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
 
 
-async def _session_info(ctx, arguments: dict) -> ToolResult:
-    info = await in_thread(selectors.session_overview)(ctx.session_id)
+@agent_tool("session_info", "The session's project (id, title, kind), its bound model (id, name, conversion status) and the project's models.")
+def session_info(call: ToolCall) -> ToolResult:
+    info = selectors.session_overview(call.session_id)
     model = info.get("model")
     title = f"{info['project']['title']} ({info['project']['kind']})" if info.get("project") else "session without a project"
     if model:
@@ -16,37 +18,24 @@ async def _session_info(ctx, arguments: dict) -> ToolResult:
     return ToolResult(json_output(info), title=title, metadata=info)
 
 
-SESSION_INFO = Tool(
-    name="session_info",
-    description="The session's project (id, title, kind), its bound model (id, name, conversion status) and the project's models.",
-    parameters=object_schema(),
-    run=_session_info,
-)
-
-
-async def _init_model(ctx, arguments: dict) -> ToolResult:
-    try:
-        model, saved = await in_thread(services.model_init)(session_id=ctx.session_id, title=arguments.get("title", ""), script=arguments.get("script"))
-    except ApiError as exc:
-        raise ToolError(str(exc.detail)) from None
-    ctx.model_id = model.id
-    project_id = await in_thread(lambda: model.project_link.project_id)()
-    created = {"modelId": model.id, "kind": model.format, "title": model.name, "projectId": project_id}
+@agent_tool("init_model", (
+    "cad and cad->ifc projects only: create the project's model from a build script (default: a skeleton) and bind it "
+    "to the session (the user is asked for permission). In a cad project it is the drawing (a dxf_lib script); in a "
+    "cad->ifc project the first call creates the drawing, the second the IFC model whose script reads the drawing's "
+    "latest saved version."
+), {"title": {"type": "string", "maxLength": 200}, "script": {"type": "string", "minLength": 1}}, irreversible=True)
+def init_model(call: ToolCall) -> ToolResult:
+    session = services.session_get(call.session_id)
+    if session.project is None:
+        raise ToolError("init_model is for cad and cad->ifc projects, and this session belongs to no project")
+    model, saved = call_service(project_model_init, project=session.project, title=call.arguments.get("title", ""), script=call.arguments.get("script"),
+                                author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+    services.session_bind_model(session.id, model)
+    call.ctx.model_id = model.id
+    created = {"modelId": model.id, "kind": model.format, "title": model.name, "projectId": session.project_id}
     return ToolResult(
         json_output({**created, "version": saved.get("version")}),
         title=f"created the {'drawing' if model.format == 'dxf' else 'IFC model'} {model.name} ({saved.get('version')})",
         metadata={"modelId": model.id, "version": saved.get("version")},
         frames=[("model.created", created)],
     )
-
-
-INIT_MODEL = Tool(
-    name="init_model",
-    description=(
-        "cad and cad->ifc projects only: create the project's model from a build script (default: a skeleton) and bind it "
-        "to the session. In a cad project it is the drawing (a dxf_lib script); in a cad->ifc project the first call "
-        "creates the drawing, the second the IFC model whose script reads the drawing's latest saved version."
-    ),
-    parameters=object_schema({"title": {"type": "string", "maxLength": 200}, "script": {"type": "string", "minLength": 1}}),
-    run=_init_model,
-)

@@ -1,14 +1,32 @@
-"""The agent's tools: a name, a description, JSON-schema parameters and an async function. A tool that fails
-raises ToolError: its message goes back to the model as the tool's output, and the turn goes on."""
+"""The agent's tools and their registry.
+
+A tool is one declaration: a function decorated with `agent_tool(name, description, properties, required, ...)` in
+any `chat_app/agent/*_tools.py` module (they are all loaded). The function gets a ToolCall and returns a ToolResult;
+it runs in a worker thread, never on the server's event loop, so it may block (service calls, file reads) as it
+likes. Options of the declaration:
+
+- `takes_model`: the tool acts on one model: `modelId` (default: the session's model) is added to its parameters and
+  must be a model of the session's project (or the session's own model, for a session without a project); anything
+  else is a tool error the model reads. `call.model_id` is the checked id.
+- `irreversible`: the call runs only after the user allowed it (a permission request, question.ask with kind
+  permission), unless the user allowed the tool for the whole session.
+- `native`: an async function that runs on the loop (it must only await: the delegation to a sub-agent).
+
+A tool that fails raises ToolError: its message goes back to the model as the tool's output, and the turn goes on.
+`call_service` turns the gateway's business errors (ApiError) into ToolError; it is the one place that does."""
 
 from __future__ import annotations
 
+import importlib
 import json
+import pkgutil
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Callable
 
 import jsonschema
 from asgiref.sync import sync_to_async
+
+from viewer_gateway.envelope import ApiError
 
 if TYPE_CHECKING:
     from chat_app.agent.loop import TurnContext
@@ -16,6 +34,11 @@ if TYPE_CHECKING:
 
 class ToolError(Exception):
     pass
+
+
+class Suspended(Exception):
+    """Raised by a tool whose work waits for the user (a sub-agent's question): the call stays running, the turn
+    waits, and the call goes on when the answer comes."""
 
 
 @dataclass
@@ -27,12 +50,32 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One call of a tool, as the tool's function sees it."""
+
+    ctx: "TurnContext"
+    arguments: dict
+    model_id: str | None = None  # the checked model, for tools that take one
+
+    @property
+    def session_id(self) -> str:
+        return self.ctx.session_id
+
+    @property
+    def project_id(self) -> str | None:
+        return self.ctx.project_id
+
+
+@dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     parameters: dict
-    run: Callable[["TurnContext", dict], Awaitable[ToolResult]] | None = None
+    run: Callable | None = None
     suspends_turn: bool = False  # ask_user: the turn waits for the user's answer
+    irreversible: bool = False  # runs only after the user allowed this call (or the tool, for the session)
+    takes_model: bool = False
+    native: bool = False
 
     def spec(self) -> dict:
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
@@ -56,9 +99,60 @@ def object_schema(properties: dict | None = None, required: tuple[str, ...] = ()
     return {"type": "object", "properties": properties or {}, "required": list(required), "additionalProperties": False}
 
 
+MODEL_ID = {"modelId": {"type": "string", "description": "defaults to the session's model; must be a model of the session's project"}}
+
+REGISTRY: dict[str, Tool] = {}
+
+
+def agent_tool(name: str, description: str, properties: dict | None = None, required: tuple[str, ...] = (), *,
+               takes_model: bool = False, irreversible: bool = False, native: bool = False):
+    """Declares a tool (see the module's doc)."""
+
+    def register(function):
+        if name in REGISTRY:
+            raise RuntimeError(f"two tools are named {name}")
+        parameters = object_schema({**(MODEL_ID if takes_model else {}), **(properties or {})}, required)
+        REGISTRY[name] = Tool(name, description, parameters, function, irreversible=irreversible, takes_model=takes_model, native=native)
+        return function
+
+    return register
+
+
+def register(tool: Tool) -> Tool:
+    REGISTRY[tool.name] = tool
+    return tool
+
+
+def all_tools() -> dict[str, Tool]:
+    """Every declared tool (the modules `chat_app/agent/*_tools.py` are imported once)."""
+    import chat_app.agent as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name.endswith("_tools"):
+            importlib.import_module(f"{package.__name__}.{module.name}")
+    return dict(REGISTRY)
+
+
+def tools_named(*names: str) -> dict[str, Tool]:
+    tools = all_tools()
+    return {name: tools[name] for name in names}
+
+
 def in_thread(function):
-    """A blocking service call run off the event loop."""
+    """A blocking call run off the event loop."""
     return sync_to_async(function, thread_sensitive=False)
+
+
+def call_service(function, *args, **kwargs):
+    """The one bridge from a tool to the gateway's use cases: a business error the service raises (ApiError, with
+    its envelope code) becomes the ToolError the model reads, including the error list of a validation failure."""
+    try:
+        return function(*args, **kwargs)
+    except ApiError as exc:
+        detail = str(exc.detail)
+        if isinstance(exc.data, dict) and exc.data.get("errors"):
+            detail += "\n" + json_output(exc.data["errors"][:20])
+        raise ToolError(detail) from None
 
 
 def json_output(payload, limit: int = 12_000) -> str:
@@ -67,19 +161,9 @@ def json_output(payload, limit: int = 12_000) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [cut: {len(text) - limit} more characters]"
 
 
-def bound_model_id(ctx: "TurnContext", arguments: dict) -> str:
-    model_id = arguments.get("modelId") or ctx.model_id
-    if not model_id:
-        raise ToolError("no model is bound to this session and no modelId was given (see session_info)")
-    return model_id
-
-
-MODEL_ID = {"modelId": {"type": "string", "description": "defaults to the session's model"}}
-
-
-ASK_USER = Tool(
+register(Tool(
     name="ask_user",
-    description="Ask the user a question and wait for the answer (use before irreversible steps such as saving a version).",
+    description="Ask the user a question and wait for the answer.",
     parameters=object_schema(
         {
             "question": {"type": "string", "minLength": 1},
@@ -90,4 +174,4 @@ ASK_USER = Tool(
         ("question",),
     ),
     suspends_turn=True,
-)
+))

@@ -20,9 +20,9 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _save_message(message_id: str, session_id: str, role: str, info: dict, subagent_id: str) -> None:
+def _save_message(message_id: str, session_id: str, role: str, info: dict, subagent_id: str, turn_id: str | None) -> None:
     Message.objects.update_or_create(
-        id=message_id, defaults={"session_id": session_id, "role": role, "info": info, "subagent_id": subagent_id}
+        id=message_id, defaults={"session_id": session_id, "role": role, "info": info, "subagent_id": subagent_id, "turn_id": turn_id}
     )
 
 
@@ -35,9 +35,12 @@ save_part = sync_to_async(_save_part, thread_sensitive=False)
 
 
 class MessageWriter:
-    def __init__(self, session_id: str, info: dict, subagent_id: str = ""):
+    """Writes one message: its info (message.updated) and its parts (message.part.updated, coalesced deltas)."""
+
+    def __init__(self, session_id: str, info: dict, subagent_id: str = "", turn_id: str | None = None):
         self.session_id = session_id
         self.subagent_id = subagent_id
+        self.turn_id = turn_id
         self.info = {"id": info.get("id") or sortable_id("msg_"), "sessionID": session_id, **info}
         if subagent_id:
             self.info["subagentId"] = subagent_id
@@ -52,7 +55,7 @@ class MessageWriter:
         return {**data, "subagentId": self.subagent_id} if self.subagent_id else data
 
     async def publish_info(self) -> None:
-        await save_message(self.id, self.session_id, self.info["role"], self.info, self.subagent_id)
+        await save_message(self.id, self.session_id, self.info["role"], self.info, self.subagent_id, self.turn_id)
         await events.apublish(self.session_id, "message.updated", self._tagged({"sessionID": self.session_id, "info": self.info}))
 
     def new_part(self, part_type: str, **fields) -> dict:
@@ -79,3 +82,10 @@ class MessageWriter:
         await events.apublish(self.session_id, "message.part.delta", self._tagged(
             {"sessionID": self.session_id, "messageID": self.id, "partID": part["id"], "field": field, "delta": pending}
         ))
+
+
+def writer_for(message: Message) -> MessageWriter:
+    """A writer that goes on with a stored message (a step resumed after an answer)."""
+    writer = MessageWriter(message.session_id, message.info, message.subagent_id, message.turn_id)
+    writer.info = message.info
+    return writer

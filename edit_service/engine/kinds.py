@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KIND_FILE = "model.kind"
+PROJECT_FILE = "model.project"  # the project id, written by the gateway; a script reads drawings of its project only
 RENDER_FILE = "render.json"
 
 
@@ -45,3 +46,10 @@ def kind_of(model_root: Path) -> ModelKind:
     except (FileNotFoundError, UnicodeDecodeError):
         return IFC
     return KINDS.get(name, IFC)
+
+
+def project_of(model_root: Path) -> str | None:
+    try:
+        return (model_root / PROJECT_FILE).read_text(encoding="ascii").strip() or None
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None

@@ -1,14 +1,13 @@
-"""Runs build scripts and IFC inspection inside bubblewrap.
+"""Runs build scripts and IFC inspection inside bubblewrap (command lines, cgroups and checks from `sandboxing`).
 
-Isolation: no network; a new user namespace as uid 65534 with no nested user namespaces; new pid, ipc, uts and
-cgroup namespaces; read-only system, Python, venv and sandbox code; no writable host mount at all: inputs are
-bound read-only, the working directory and /tmp are size-capped tmpfs, and results come back over a pipe (see
-sandbox/outputs.py), written on the host into files the host creates, with their total size capped. Limits: a
-cgroup per run (process count, memory of the whole tree) where one can be created, else RLIMIT_NPROC/RLIMIT_AS;
-rlimits CPU, FSIZE, NOFILE set by prlimit in the exec chain (no preexec_fn: the service has threads); a wall-time
-limit, then the whole tree is killed; at most N runs at once per process. The exact sandbox is probed; when it
-cannot start, runs are refused (SandboxUnavailable), never run unsandboxed. A run can be cancelled from any process
-on the same data directory (its pid is recorded in the run folder).
+Isolation: see sandboxing/bwrap.py; in addition no writable host mount at all: inputs are bound read-only, the
+working directory and /tmp are size-capped tmpfs, /dev/shm a small capped tmpfs, and results come back over a pipe
+(see sandbox/outputs.py), written on the host into files the host creates, with their total size capped. Limits: a
+cgroup per run (process count, memory of the whole tree); where none can be made, runs are refused (503, "isolation
+unavailable") unless EDIT_SANDBOX_ALLOW_NO_CGROUP=1, which runs them with RLIMIT_NPROC/RLIMIT_AS instead; rlimits
+CPU, FSIZE, NOFILE; a wall-time limit, then the whole tree is killed; at most N runs at once per process. The exact
+sandbox is probed; when it cannot start, runs are refused (SandboxUnavailable), never run unsandboxed. A run can be
+cancelled from any process on the same data directory (its pid is recorded in the run folder).
 """
 
 from __future__ import annotations
@@ -28,20 +27,21 @@ from pathlib import Path
 
 import psutil
 
-from edit_service.engine import cgroups
 from edit_service.engine.errors import RunFailed, SandboxUnavailable
 from edit_service.engine.kinds import IFC, ModelKind
+from sandboxing import bwrap
+from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
+from sandboxing.probe import CgroupPolicy, IsolationUnavailable, ProbeCache, missing_tool
 
 SANDBOX_CODE_DIR = Path(__file__).resolve().parent.parent / "sandbox"
 RUN_MOUNT = "/sandbox/run"
 INPUT_MOUNT = "/sandbox/in"
 CODE_MOUNT = "/sandbox/lib"
 STDERR_TAIL_BYTES = 2048
-SANDBOX_UID = 65534
 PROBE_CPU_SECONDS = 20
 OUTPUT_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-PROBE_RETRY_SECONDS = 30
-MEGABYTE = 1024 * 1024
+MEGABYTE = bwrap.MEGABYTE
+ALLOW_NO_CGROUP = "EDIT_SANDBOX_ALLOW_NO_CGROUP"
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,9 @@ class SandboxLimits:
     tmp_mb: int = 256
     output_mb: int = 1024  # the working directory's size, and the most a run may send back
     concurrent_runs: int = 4
+    shm_mb: int = 64  # /dev/shm, well below memory_mb
+    cgroup_root: str = str(DEFAULT_ROOT)
+    allow_no_cgroup: bool = False
 
     @classmethod
     def from_environment(cls, environ=os.environ) -> "SandboxLimits":
@@ -74,7 +77,14 @@ class SandboxLimits:
             tmp_mb=number("EDIT_SANDBOX_TMP_MB", 256),
             output_mb=number("EDIT_SANDBOX_OUTPUT_MB", 1024),
             concurrent_runs=number("EDIT_SANDBOX_CONCURRENT_RUNS", 4),
+            shm_mb=number("EDIT_SANDBOX_SHM_MB", 64),
+            cgroup_root=environ.get("EDIT_SANDBOX_CGROUP_ROOT") or str(DEFAULT_ROOT),
+            allow_no_cgroup=environ.get(ALLOW_NO_CGROUP, "").strip().lower() in ("1", "true", "yes"),
         )
+
+    @property
+    def cgroup_policy(self) -> CgroupPolicy:
+        return CgroupPolicy(Path(self.cgroup_root), self.allow_no_cgroup, ALLOW_NO_CGROUP)
 
 
 @dataclass
@@ -96,34 +106,6 @@ def _tail(path: Path) -> str:
             return handle.read().decode("utf-8", "replace")
     except FileNotFoundError:
         return ""
-
-
-def _system_mounts() -> list[str]:
-    args = ["--ro-bind", "/usr", "/usr"]
-    for top in ("/lib", "/lib64", "/bin", "/sbin"):
-        path = Path(top)
-        if path.is_symlink():
-            args += ["--symlink", os.readlink(top), top]
-        elif path.is_dir():
-            args += ["--ro-bind", top, top]
-    for etc_file in ("/etc/ld.so.cache", "/etc/localtime"):
-        if Path(etc_file).exists():
-            args += ["--ro-bind", etc_file, etc_file]
-    return args
-
-
-def _python_mounts() -> list[str]:
-    """The interpreter's prefixes, the venv and every other import path (a .pth may point anywhere), wherever they
-    live (under /tmp too: they are mounted after the private tmpfs)."""
-    candidates = {sys.base_prefix, sys.prefix, str(Path(sys.executable).resolve().parent.parent), str(Path(sys.executable).parent.parent)}
-    # site-packages only: other import paths (the working directory, a checkout) may hold the data and the config
-    candidates |= {entry for entry in sys.path if {"site-packages", "dist-packages"} & set(Path(entry).parts) and Path(entry).is_dir()}
-    chosen: list[str] = []
-    for path in sorted(str(Path(p).resolve()) if not Path(p).is_symlink() else p for p in candidates):
-        if path.startswith("/usr/") or path == "/" or any(path == c or path.startswith(c + "/") for c in chosen):
-            continue
-        chosen.append(path)
-    return [arg for path in chosen for arg in ("--ro-bind", path, path)]
 
 
 def _process_start(pid: int) -> float | None:
@@ -173,50 +155,37 @@ def cancel_runs(runs_dir: Path) -> int:
 
 
 class Sandbox:
-    _probes: dict[SandboxLimits, tuple[str | None, float]] = {}
-    _probe_lock = threading.Lock()
+    _probes = ProbeCache()
+    _slot_lock = threading.Lock()
     _slots: dict[int, threading.BoundedSemaphore] = {}
 
     def __init__(self, limits: SandboxLimits):
         self.limits = limits
 
     def _slot(self) -> threading.BoundedSemaphore:
-        with self._probe_lock:
+        with self._slot_lock:
             return self._slots.setdefault(self.limits.concurrent_runs, threading.BoundedSemaphore(self.limits.concurrent_runs))
 
-    def _command(self, argv: list[str], inputs: dict[str, Path], outputs_fd: int, cgroup: cgroups.RunCgroup | None) -> list[str]:
+    def _command(self, argv: list[str], inputs: dict[str, Path], outputs_fd: int, cgroup: RunCgroup | None) -> tuple[list[str], dict[str, str]]:
         limits = self.limits
-        input_binds = [arg for name, path in inputs.items() for arg in ("--ro-bind", str(path), f"{INPUT_MOUNT}/{name}")]
-        bwrap = [
+        sandbox = bwrap.command(
             limits.bwrap,
-            "--die-with-parent", "--new-session", "--unshare-all", "--unshare-user", "--disable-userns",
-            "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--cap-drop", "ALL",
             # the tmpfs first: binds below it (a checkout, venv or data directory under /tmp) are mounted over it
-            "--size", str(limits.tmp_mb * MEGABYTE), "--tmpfs", "/tmp",
-            "--size", str(limits.output_mb * MEGABYTE), "--tmpfs", RUN_MOUNT,
-            *_system_mounts(), *_python_mounts(),
-            "--ro-bind", str(SANDBOX_CODE_DIR), CODE_MOUNT,
-            *input_binds,
-            "--proc", "/proc", "--dev", "/dev",
-            "--remount-ro", "/",
-            "--chdir", RUN_MOUNT, "--clearenv",
-            "--setenv", "PATH", "/usr/bin:/bin",
-            "--setenv", "HOME", RUN_MOUNT,
-            "--setenv", "PYTHONPATH", CODE_MOUNT,
-            "--setenv", "PYTHONHASHSEED", "0",
-            "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-            "--setenv", "LANG", "C.UTF-8",
-            sys.executable, *argv, "--outputs-fd", str(outputs_fd),
-        ]
-        rlimits = [
-            "prlimit", f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_size_mb * MEGABYTE}", f"--nofile={limits.open_files}",
-        ]
-        if cgroup is None:  # no cgroup here: per-process caps instead (RLIMIT_NPROC binds unless we are root)
-            rlimits += [f"--as={limits.memory_mb * MEGABYTE}", f"--nproc={limits.processes + len(psutil.pids())}"]
-            return [*rlimits, "--", *bwrap]
-        # the shell joins the run's cgroups before anything of the run exists, then becomes prlimit, then bwrap
-        join = 'for f in $SANDBOX_CGROUP_PROCS; do echo $$ > "$f" || exit 97; done; exec "$@"'
-        return ["/bin/sh", "-c", join, "sandbox", *rlimits, "--", *bwrap]
+            before_mounts=[*bwrap.tmpfs("/tmp", limits.tmp_mb), *bwrap.tmpfs(RUN_MOUNT, limits.output_mb)],
+            mounts=[
+                *bwrap.python_mounts(), *bwrap.ro_bind(SANDBOX_CODE_DIR, CODE_MOUNT),
+                *[arg for name, path in inputs.items() for arg in bwrap.ro_bind(path, f"{INPUT_MOUNT}/{name}")],
+            ],
+            shm_mb=limits.shm_mb,
+            workdir=RUN_MOUNT,
+            env={"PATH": "/usr/bin:/bin", "HOME": RUN_MOUNT, "PYTHONPATH": CODE_MOUNT, "PYTHONHASHSEED": "0",
+                 "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
+            program=[sys.executable, *argv, "--outputs-fd", str(outputs_fd)],
+        )
+        rlimits = {"cpu": limits.cpu_seconds, "fsize": limits.file_size_mb * MEGABYTE, "nofile": limits.open_files}
+        if cgroup is None:  # the operator allowed runs without a cgroup: per-process caps (RLIMIT_NPROC binds unless root)
+            rlimits |= {"as": limits.memory_mb * MEGABYTE, "nproc": limits.processes + len(psutil.pids())}
+        return bwrap.limited(sandbox, rlimits=rlimits, cgroup=cgroup)
 
     def execute(self, run_dir: Path, argv: list[str], *, inputs: dict[str, Path], outputs: tuple[str, ...]) -> Outcome:
         """Runs `python argv... --outputs-fd N` in the sandbox with inputs bound read-only under /sandbox/in;
@@ -225,24 +194,31 @@ class Sandbox:
         with self._slot():
             return self._execute(run_dir, argv, inputs, outputs)
 
+    def _run_cgroup(self) -> RunCgroup | None:
+        try:
+            return self.limits.cgroup_policy.run_cgroup(self.limits.processes, self.limits.memory_mb * MEGABYTE)
+        except IsolationUnavailable as exc:
+            raise SandboxUnavailable(f"script execution refused: {exc}") from None
+
     def _execute(self, run_dir: Path, argv: list[str], inputs: dict[str, Path], outputs: tuple[str, ...]) -> Outcome:
+        cgroup = self._run_cgroup()  # first: a run refused for want of isolation leaves nothing behind
         stderr_path = run_dir.parent / f"{run_dir.name}.stderr"
         record = RunRecord(run_dir)
-        output_dir = run_dir / f"out-{uuid.uuid4().hex[:8]}"
-        output_dir.mkdir()
-        cgroup = cgroups.create(self.limits.processes, self.limits.memory_mb * MEGABYTE)
-        read_end, write_end = os.pipe()
-        receiver = _OutputReceiver(read_end, output_dir, outputs, self.limits.output_mb * MEGABYTE)
         started = time.monotonic()
         try:
+            output_dir = run_dir / f"out-{uuid.uuid4().hex[:8]}"
+            output_dir.mkdir()
+            read_end, write_end = os.pipe()
+            receiver = _OutputReceiver(read_end, output_dir, outputs, self.limits.output_mb * MEGABYTE)
             with open(stderr_path, "wb") as stderr:
-                env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SANDBOX_CGROUP_PROCS": " ".join(cgroup.procs_files) if cgroup else ""}
+                command, chain_env = self._command(argv, inputs, write_end, cgroup)
                 try:
                     process = subprocess.Popen(
-                        self._command(argv, inputs, write_end, cgroup), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                        stderr=stderr, start_new_session=True, pass_fds=(write_end,), env=env,
+                        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+                        pass_fds=(write_end,), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env},
                     )
                 except OSError as exc:
+                    receiver.join()  # closes the read end
                     raise SandboxUnavailable(f"sandbox could not start: {exc}") from None
                 finally:
                     os.close(write_end)
@@ -265,7 +241,7 @@ class Sandbox:
             stderr_path.unlink(missing_ok=True)
 
     @staticmethod
-    def _kill(process: subprocess.Popen, cgroup: cgroups.RunCgroup | None) -> None:
+    def _kill(process: subprocess.Popen, cgroup: RunCgroup | None) -> None:
         try:
             os.killpg(process.pid, signal.SIGKILL)  # bwrap dies; --die-with-parent ends its pid namespace
         except ProcessLookupError:
@@ -274,18 +250,13 @@ class Sandbox:
             cgroup.kill_all()
 
     def ensure_available(self) -> None:
-        with self._probe_lock:
-            problem, checked = self._probes.get(self.limits, (None, -1.0))
-            if checked < 0 or (problem and time.monotonic() - checked > PROBE_RETRY_SECONDS):
-                problem = self._probe()
-                self._probes[self.limits] = (problem, time.monotonic())
+        problem = self._probes.problem(self.limits, self._probe)
         if problem:
             raise SandboxUnavailable(f"script execution refused: the sandbox is unavailable ({problem})")
 
     def _probe(self) -> str | None:
-        for binary, package in ((self.limits.bwrap, "bubblewrap"), ("prlimit", "util-linux")):
-            if shutil.which(binary) is None:
-                return f"{binary!r} not found; install the {package} package"
+        if problem := missing_tool(self.limits.bwrap):
+            return problem
         probe_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"sandbox-probe-{uuid.uuid4().hex[:8]}"
         probe_dir.mkdir()
         try:
@@ -294,11 +265,17 @@ class Sandbox:
             outcome = probing._execute(probe_dir, [f"{CODE_MOUNT}/probe.py"], {}, ("probe",))
             if outcome.returncode != 0 or outcome.outputs.get("probe") is None or outcome.outputs["probe"].read_text() != "ok":
                 return outcome.stderr_tail[-500:].strip() or outcome.output_error or f"exit code {outcome.returncode}"
-        except (OSError, SandboxUnavailable) as exc:
+        except SandboxUnavailable as exc:
+            return str(exc.detail).removeprefix("script execution refused: ")
+        except OSError as exc:
             return str(exc)
         finally:
             shutil.rmtree(probe_dir, ignore_errors=True)
         return None
+
+    def isolation_summary(self) -> str:
+        """The startup log line: which isolation runs get here, or why they are refused."""
+        return self.limits.cgroup_policy.startup_line("edit-service sandbox")
 
     # --- the two jobs ------------------------------------------------------------------------------------------
 
@@ -348,8 +325,8 @@ class Sandbox:
             raise RunFailed(f"{what}: {outcome.output_error}\n{outcome.stderr_tail}")
         if outcome.returncode in (-signal.SIGXCPU, -signal.SIGKILL, 137):
             raise RunFailed(f"{what} was stopped by a resource limit (CPU {self.limits.cpu_seconds} s, memory {self.limits.memory_mb} MB, {self.limits.processes} processes)\n{outcome.stderr_tail}")
-        if outcome.returncode == 97:
-            raise SandboxUnavailable("the run could not join its cgroup")
+        if outcome.returncode == bwrap.CGROUP_JOIN_FAILED:
+            raise SandboxUnavailable("script execution refused: isolation unavailable: the run could not join its cgroup")
         if outcome.returncode != 0:
             raise RunFailed(f"{what} failed (exit code {outcome.returncode}):\n{outcome.stderr_tail}")
 

@@ -184,13 +184,60 @@ def _safe_params(script: str) -> dict:
         return {}
 
 
+# difflib's line matching costs up to (changed old lines) x (changed new lines); past this many pairs the changed
+# region is shown as replaced as a whole instead (two 1M-line scripts would otherwise keep a worker busy for hours).
+DIFF_LINE_PAIR_BUDGET = 2_000_000
+DIFF_CONTEXT_LINES = 3
+
+
+def _common_ends(old: list[str], new: list[str]) -> tuple[int, int]:
+    """How many lines the two share at the start, and at the end after that."""
+    shortest = min(len(old), len(new))
+    head = 0
+    while head < shortest and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return head, tail
+
+
+def _unified_range(start: int, stop: int) -> str:
+    """A hunk range as unified diffs write it (1-based start, length; an empty range names the line before it)."""
+    length = stop - start
+    return str(start + 1) if length == 1 else f"{start if length == 0 else start + 1},{length}"
+
+
+def _whole_region_diff(old: list[str], new: list[str], head: int, tail: int, old_label: str, new_label: str) -> list[str]:
+    """One hunk replacing every line between the common start and end, with the usual context around it."""
+    start = max(0, head - DIFF_CONTEXT_LINES)
+    old_stop = min(len(old), len(old) - tail + DIFF_CONTEXT_LINES)
+    new_stop = min(len(new), len(new) - tail + DIFF_CONTEXT_LINES)
+    return [
+        f"--- {old_label}\n", f"+++ {new_label}\n",
+        f"@@ -{_unified_range(start, old_stop)} +{_unified_range(start, new_stop)} @@\n",
+        *(" " + line for line in old[start:head]),
+        *("-" + line for line in old[head:len(old) - tail]),
+        *("+" + line for line in new[head:len(new) - tail]),
+        *(" " + line for line in old[len(old) - tail:old_stop]),
+    ]
+
+
 def script_diff(old: str, new: str, old_label: str, new_label: str) -> dict:
-    """Unified text diff, PARAMS key-level changes and line stats."""
-    lines = list(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), old_label, new_label))
+    """Unified text diff, PARAMS key-level changes and line stats. `approximate` is true when the changed region
+    was too large to match line by line within DIFF_LINE_PAIR_BUDGET and is shown as replaced as a whole."""
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    head, tail = _common_ends(old_lines, new_lines)
+    approximate = (len(old_lines) - head - tail) * (len(new_lines) - head - tail) > DIFF_LINE_PAIR_BUDGET
+    if approximate:
+        lines = _whole_region_diff(old_lines, new_lines, head, tail, old_label, new_label)
+    else:
+        lines = list(difflib.unified_diff(old_lines, new_lines, old_label, new_label))
     added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
     return {
         "unified": "".join(lines),
+        "approximate": approximate,
         "params": params_changes(_safe_params(old), _safe_params(new)),
         "stats": {"added": added, "removed": removed, "oldLines": len(old.splitlines()), "newLines": len(new.splitlines())},
     }

@@ -16,7 +16,7 @@ from pathlib import Path
 from edit_service.engine import history, products, scripts, semantic_diff
 from edit_service.engine.call_rewrite import rewrite_call_argument
 from edit_service.engine.errors import Conflict, Invalid, NotFound, RunFailed
-from edit_service.engine.kinds import DXF, IFC, ModelKind
+from edit_service.engine.kinds import DXF, IFC, ModelKind, project_of
 from edit_service.engine.products import Product, build_product, counts_since, publish_product, run_folder
 from edit_service.engine.sandbox import Sandbox, cancel_runs
 from edit_service.engine.staging import Staging
@@ -209,6 +209,8 @@ class Editor:
         drawing = Editor(self.data_dir, self.sandbox, model_id)
         if not drawing.files.exists() or drawing.files.kind is not DXF:
             raise Invalid(f"source model {model_id} is not a DXF drawing of this service")
+        if project_of(self.files.root) is None or project_of(drawing.files.root) != project_of(self.files.root):
+            raise Invalid(f"source drawing {model_id} is not a drawing of this model's project")
         try:
             return {"source.dxf": drawing.version_ifc(version)}
         except NotFound:

@@ -29,23 +29,26 @@ export class Api {
     return response;
   }
 
-  async call(method, path, { json, form } = {}) {
+  async call(method, path, { json, form, body, contentType } = {}) {
     const options = { method };
     if (json !== undefined) {
       options.body = JSON.stringify(json);
       options.headers = { "Content-Type": "application/json" };
     } else if (form) {
       options.body = form;
+    } else if (body !== undefined) {
+      options.body = body;
+      options.headers = { "Content-Type": contentType };
     }
     const response = await this.fetch(`/api/v1${path}`, options);
-    let body;
+    let answer;
     try {
-      body = await response.json();
+      answer = await response.json();
     } catch {
       throw new ApiError(50000, `HTTP ${response.status}: the answer is not JSON`, null, response.status);
     }
-    if (body.code !== 0) throw new ApiError(body.code, body.message, body.data, response.status);
-    return body.data;
+    if (answer.code !== 0) throw new ApiError(answer.code, answer.message, answer.data, response.status);
+    return answer.data;
   }
 
   // a file answer (no envelope) at a full path; an error answer still comes in the envelope
@@ -68,4 +71,5 @@ export class Api {
   patch(path, json) { return this.call("PATCH", path, { json }); }
   delete(path) { return this.call("DELETE", path); }
   upload(path, form) { return this.call("POST", path, { form }); }
+  putBody(path, body, contentType) { return this.call("PUT", path, { body, contentType }); }
 }

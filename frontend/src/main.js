@@ -1,12 +1,13 @@
-// The web client: model list, 3D view, properties with overrides, issues, script editing, diffs and the chat.
+// The web client: model list, 3D view with its navigator and tools, properties with overrides, issues, and the
+// panels loaded on first use (script editor, diffs, IDS checks, chat).
 import { Api } from "./api.js";
-import { ChatPanel } from "./chat.js";
-import { DiffPanel } from "./diff.js";
+import { LANGUAGES, language, onLanguageChange, setLanguage, t, translateStatic } from "./i18n.js";
 import { IssuesPanel } from "./issues.js";
 import { ModelList } from "./models.js";
+import { Navigator } from "./navigator.js";
 import { PropertiesPanel } from "./properties.js";
-import { ScriptPanel } from "./script.js";
-import { errorText, guarded, toast } from "./ui.js";
+import { ViewToolbar, versionLabel } from "./toolbar.js";
+import { errorText, guarded, h, toast } from "./ui.js";
 import { DrawingView } from "./view2d.js";
 import { ModelView } from "./viewer3d.js";
 
@@ -19,24 +20,80 @@ function askToken() {
   });
 }
 
+// panels whose code (and libraries: CodeMirror, Markdown) is fetched the first time they are needed
+const LAZY_PANELS = {
+  script: () => import("./script.js").then((module) => module.ScriptPanel),
+  diff: () => import("./diff.js").then((module) => module.DiffPanel),
+  checks: () => import("./checks.js").then((module) => module.ChecksPanel),
+  chat: () => import("./chat.js").then((module) => module.ChatPanel),
+};
+
 class App {
   constructor() {
     this.api = new Api(askToken);
     this.model = null;
     this.picked = null;
+    this.onScreen = null; // {modelId, version, scripted, stale}: what the 3D view shows
+    this.panels = {}; // name -> Promise of the panel
+    this.loaded = {}; // name -> the panel, once loaded
     this.stageState = document.getElementById("stage-state");
     this.badge = document.getElementById("staged-badge");
     this.view3d = new ModelView("view3d", "navcube", (meta) => this.setPicked(meta));
+    const early = this.loadFromHash();
+    this.view3d.initTools();
+    this.navigator = new Navigator(this.view3d, document.getElementById("navigator"));
+    this.toolbar = new ViewToolbar(this.view3d, document.getElementById("view-toolbar"));
     this.drawing = new DrawingView(this.api, "stage", (meta) => this.setPicked(meta));
     this.models = new ModelList(this);
     this.properties = new PropertiesPanel(this);
     this.issues = new IssuesPanel(this);
-    this.script = new ScriptPanel(this);
-    this.diff = new DiffPanel(this);
-    this.chat = new ChatPanel(this);
     this.badge.addEventListener("click", () => this.reloadWhenReady());
     for (const tab of document.querySelectorAll("[data-tab]")) tab.addEventListener("click", () => this.showTab(tab.dataset.tab));
-    this.models.refresh();
+    this.languageSwitch();
+    translateStatic();
+    onLanguageChange(() => this.relabel());
+    this.openFromHash(early);
+  }
+
+  languageSwitch() {
+    const select = document.getElementById("language");
+    select.replaceChildren(...Object.entries(LANGUAGES).map(([code, name]) => h("option", { value: code, selected: code === language() }, name)));
+    select.addEventListener("change", () => setLanguage(select.value));
+  }
+
+  relabel() {
+    this.navigator.relabel();
+    this.properties.show(this.picked);
+    this.issues.relabel();
+    this.showOnScreen();
+    for (const panel of Object.values(this.panels)) panel.then((p) => p.relabel && p.relabel());
+  }
+
+  // a lazily loaded panel, created once
+  panel(name) {
+    if (!this.panels[name]) this.panels[name] = LAZY_PANELS[name]().then((Panel) => (this.loaded[name] = new Panel(this)));
+    return this.panels[name];
+  }
+
+  // the open model's id in the address (#model=m_...), so a reload or a link opens it again. Its geometry starts
+  // loading at once, beside the model list (most models are 3D; a drawing or a model not ready drops it).
+  hashModelId() {
+    const match = /model=(m_[0-9a-f]{16})/.exec(window.location.hash);
+    return match ? match[1] : null;
+  }
+
+  loadFromHash() {
+    const id = this.hashModelId();
+    return id ? this.view3d.load(id).catch((error) => error) : null;
+  }
+
+  async openFromHash(early) {
+    const id = this.hashModelId();
+    await this.models.refresh();
+    if (!id) return;
+    const model = this.models.models.find((m) => m.id === id);
+    if (model && model.status === "ready") await this.openModel(model.id, model.format === "dxf" ? null : early);
+    else this.view3d.unload();
   }
 
   // the view of the open model: the 2D drawing of a DXF model, else the 3D view
@@ -44,9 +101,14 @@ class App {
     return this.model && this.model.format === "dxf" ? this.drawing : this.view3d;
   }
 
-  showTab(name) {
+  async showTab(name) {
     for (const tab of document.querySelectorAll("[data-tab]")) tab.classList.toggle("active", tab.dataset.tab === name);
     for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== `tab-${name}`;
+    if (name in LAZY_PANELS && this.model) {
+      const fresh = !this.panels[name];
+      const panel = await this.panel(name);
+      if (fresh && name !== "chat") await panel.load();
+    }
   }
 
   setState(text, kind = "") {
@@ -58,13 +120,14 @@ class App {
   setOffline(offline) {
     const banner = document.getElementById("connection");
     banner.hidden = !offline;
-    banner.textContent = offline ? "Connection lost: retrying…" : "";
+    banner.textContent = offline ? t("Connection lost: retrying…") : "";
   }
 
   setStreamState(state) {
     const banner = document.getElementById("connection");
     banner.hidden = state === "live";
-    banner.textContent = state === "live" ? "" : "Chat connection lost: reconnecting…";
+    banner.textContent = state === "live" ? "" : t("Chat connection lost: reconnecting…");
+    banner.dataset.state = state;
   }
 
   modelsChanged(models) {
@@ -75,62 +138,88 @@ class App {
     } else if (this.waitingForProduct && current.status !== "converting") {
       this.waitingForProduct = false;
       if (current.status === "ready") this.loadGeometry(current);
-      else this.setState(`Conversion failed: ${current.error}`, "error");
+      else this.setState(t("Conversion failed: {error}", { error: current.error }), "error");
     }
   }
 
-  async openModel(modelId) {
+  async openModel(modelId, loading = null) {
     const model = this.models.models.find((m) => m.id === modelId);
     this.model = model;
+    window.location.hash = `model=${model.id}`;
     this.setPicked(null);
     document.getElementById("model-title").textContent = model.name;
     this.models.render();
-    await this.loadGeometry(model);
+    await this.loadGeometry(model, loading);
     await this.properties.loadOverrides();
-    await Promise.all([this.issues.load(), this.script.load(), this.diff.load(), this.chat.open(model)]);
+    const loads = [this.issues.load(), this.panel("chat").then((chat) => chat.open(model))];
+    for (const name of ["script", "diff", "checks"]) if (this.panels[name]) loads.push(this.panels[name].then((panel) => panel.load()));
+    await Promise.all(loads);
   }
 
   async openProject(project) {
     this.closeModel();
     this.models.render();
     document.getElementById("model-title").textContent = project.title;
-    this.setState("The agent creates this project's drawing: ask it in the chat");
+    this.setState(t("The agent creates this project's drawing: ask it in the chat"));
     this.showTab("chat");
-    await this.chat.openProject(project.projectId);
+    await (await this.panel("chat")).openProject(project.projectId);
   }
 
   closeModel() {
     this.model = null;
+    this.onScreen = null;
     this.view3d.unload();
     this.drawing.unload();
     document.getElementById("model-title").textContent = "";
-    this.setState("Select a model");
+    this.showOnScreen();
+    this.setState(t("Select a model"));
   }
 
-  async loadGeometry(model) {
-    this.setState("Loading…", "loading");
+  // loading: the view's load already under way (from the address), else one is started
+  async loadGeometry(model, loading = null) {
+    this.setState(t("Loading…"), "loading");
     this.badge.hidden = true;
     const drawing = model.format === "dxf";
     this.drawing.show(drawing);
-    for (const id of ["view3d", "navcube"]) document.getElementById(id).hidden = drawing;
+    for (const id of ["view3d", "navcube", "view-toolbar"]) document.getElementById(id).hidden = drawing;
+    document.getElementById("navigator").hidden = drawing;
     try {
-      await this.view.load(model.id, `${model.size}-${Date.now()}`);
+      const geometry = loading ? loading.then((result) => { if (result instanceof Error) throw result; return result; }) : this.view.load(model.id);
+      const [, state] = await Promise.all([geometry, drawing ? null : this.api.get(`/models/${model.id}/script`).catch(() => null)]);
+      this.onScreen = drawing ? null : { modelId: model.id, scripted: Boolean(state && state.script), version: state && state.script && state.source === "version" ? state.version : null, stale: false };
       this.setState("");
     } catch (error) {
-      this.setState(`The model could not be loaded: ${errorText(error)}`, "error");
+      this.onScreen = null;
+      this.setState(t("The model could not be loaded: {error}", { error: errorText(error) }), "error");
     }
+    this.showOnScreen();
+  }
+
+  showOnScreen() {
+    const label = document.getElementById("on-screen");
+    label.hidden = !this.onScreen;
+    label.textContent = this.onScreen ? t("On screen: {label}", { label: versionLabel(this.onScreen) }) : "";
+    label.classList.toggle("stale", Boolean(this.onScreen && this.onScreen.stale));
+    if (this.panels.diff) this.panels.diff.then((diff) => diff.onScreenChanged());
   }
 
   setPicked(meta) {
     this.picked = meta;
     this.properties.show(meta);
-    if (this.issues) this.issues.render();
+    this.issues.pickedChanged(meta);
+    if (meta && this.view === this.view3d) this.navigator.revealPicked(meta.id);
+  }
+
+  markStale() {
+    if (this.onScreen) this.onScreen.stale = true;
+    this.showOnScreen();
   }
 
   showStagedBadge(data) {
     if (this.model && data.modelId === this.model.id) {
       this.badge.hidden = false;
-      this.script.load();
+      this.markStale();
+      if (this.panels.script) this.panels.script.then((script) => script.load());
     }
   }
 
@@ -138,7 +227,8 @@ class App {
     // a run, save, rollback or discard queued a reconversion: reload the geometry once it is ready
     this.waitingForProduct = true;
     this.badge.hidden = false;
-    this.setState("Converting the new product…", "loading");
+    this.markStale();
+    this.setState(t("Converting the new product…"), "loading");
     this.models.refresh();
   }
 

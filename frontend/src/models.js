@@ -1,4 +1,5 @@
 // The model list: status, conversion progress (polled every 2 s while any model converts), retry, upload.
+import { t } from "./i18n.js";
 import { guarded, h, replace, toast } from "./ui.js";
 
 const POLL_MS = 2000;
@@ -33,7 +34,7 @@ export class ModelList {
 
   render() {
     if (!this.models.length) {
-      replace(this.list, h("li", { class: "empty", "data-testid": "models-empty" }, "No models yet: create a project or upload an IFC."));
+      replace(this.list, h("li", { class: "empty", "data-testid": "models-empty", i18n: "No models yet: create a project or upload an IFC." }));
       return;
     }
     replace(this.list, this.models.map((model) => this.item(model)));
@@ -44,11 +45,11 @@ export class ModelList {
     const progress = model.progress;
     return h("li", { class: `model ${model.status}${current ? " current" : ""}`, dataset: { modelId: model.id, testid: "model-item" } },
       h("button", { class: "open", onClick: () => this.app.openModel(model.id), disabled: model.status !== "ready" && !current }, model.name),
-      h("span", { class: `status ${model.status}`, "data-testid": "model-status" }, model.status),
+      h("span", { class: `status ${model.status}`, "data-testid": "model-status", title: t(model.status) }, model.status),
       progress && h("div", { class: "progress", title: `${progress.phase} ${progress.percent}%` },
         h("div", { class: "bar", style: `width:${progress.percent}%` }), h("span", {}, `${progress.phase} ${progress.percent}%`)),
       model.status === "failed" && h("div", { class: "error", "data-testid": "model-error" }, model.error),
-      model.status === "failed" && h("button", { class: "retry", "data-testid": "retry", onClick: () => this.retry(model.id) }, "Retry"),
+      model.status === "failed" && h("button", { class: "retry", "data-testid": "retry", i18n: "Retry", onClick: () => this.retry(model.id) }),
     );
   }
 
@@ -70,7 +71,7 @@ export class ModelList {
   }
 
   async newProject(kind) {
-    const title = window.prompt("Project title", "AI 项目");
+    const title = window.prompt(t("Project title"), "AI 项目");
     if (title === null) return;
     const project = await guarded(() => this.app.api.post("/chat/projects", { title, kind }), "Creating the project failed");
     if (!project) return;

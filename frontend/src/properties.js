@@ -1,4 +1,5 @@
 // The picked element: its class, name, property sets, and the whitelisted overrides, editable.
+import { t } from "./i18n.js";
 import { guarded, h, replace, toast } from "./ui.js";
 
 export const OVERRIDE_FIELDS = ["Name", "Description", "Classification", "FireRating", "Comments"];
@@ -27,18 +28,18 @@ export class PropertiesPanel {
   show(meta) {
     this.meta = meta;
     if (!meta) {
-      replace(this.root, h("p", { class: "hint" }, "Pick an element in the 3D view."));
+      replace(this.root, h("p", { class: "hint", i18n: "Pick an element in the 3D view." }));
       return;
     }
     const overrides = this.overrides[meta.id] || {};
     const fields = OVERRIDE_FIELDS.map((field) => h("label", { class: "field" }, field,
       h("input", { name: field, value: overrides[field] ?? "", placeholder: ifcValue(meta, field), dataset: { testid: `override-${field}` } }),
-      overrides[field] !== undefined && h("span", { class: "overridden" }, "override")));
+      overrides[field] !== undefined && h("span", { class: "overridden", i18n: "override" })));
     replace(this.root,
       h("h3", { "data-testid": "picked-name" }, meta.name || meta.id),
       h("p", { class: "meta" }, `${meta.type} · ${meta.id}`),
       h("form", { class: "overrides", onSubmit: (event) => { event.preventDefault(); this.save(event.target); } },
-        h("h4", {}, "Overrides"), fields, h("button", { "data-testid": "save-overrides" }, "Save overrides")),
+        h("h4", { i18n: "Overrides" }), fields, h("button", { "data-testid": "save-overrides", i18n: "Save overrides" })),
       (meta.propertySets || []).map((set) => h("details", { class: "pset" }, h("summary", {}, set.name),
         h("table", {}, (set.properties || []).map((p) => h("tr", {}, h("th", {}, p.name), h("td", {}, String(p.value ?? "")))))))
     );
@@ -52,12 +53,12 @@ export class PropertiesPanel {
       const value = form.elements[field].value;
       if (value !== (current[field] ?? "")) fields[field] = value;
     }
-    if (!Object.keys(fields).length) return toast("Nothing changed");
+    if (!Object.keys(fields).length) return toast(t("Nothing changed"));
     const effective = await guarded(() => this.app.api.put(`/models/${this.app.model.id}/entities/${encodeURIComponent(meta.id)}/properties`,
       { entityName: meta.name || "", fields }), "Saving overrides failed");
     if (!effective) return;
     this.overrides[meta.id] = effective;
-    toast("Overrides saved");
+    toast(t("Overrides saved"));
     this.show(meta);
   }
 }

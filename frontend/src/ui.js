@@ -1,4 +1,6 @@
-// Small DOM helpers.
+// Small DOM helpers: h() builds elements (attribute `i18n` = English UI text, translated now and on every language
+// switch; `i18nTitle`, `i18nPlaceholder` likewise), toasts, errors.
+import { t } from "./i18n.js";
 
 export function h(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
@@ -8,6 +10,10 @@ export function h(tag, attributes = {}, ...children) {
     else if (name === "class") element.className = value;
     else if (name === "dataset") Object.assign(element.dataset, value);
     else if (name === "value") element.value = value;
+    else if (name === "checked") element.checked = Boolean(value);
+    else if (name === "i18n") { element.dataset.i18n = value; element.textContent = t(value); }
+    else if (name === "i18nTitle") { element.dataset.i18nTitle = value; element.title = t(value); }
+    else if (name === "i18nPlaceholder") { element.dataset.i18nPlaceholder = value; element.placeholder = t(value); }
     else element.setAttribute(name, value === true ? "" : value);
   }
   for (const child of children.flat()) {
@@ -19,6 +25,30 @@ export function h(tag, attributes = {}, ...children) {
 
 export function replace(container, ...children) {
   container.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+}
+
+// Keyed children: makes `container` hold one element per item, in order, reusing the element of each key
+// (create(item) makes it, update(element, item) refreshes it in place), so open <details>, focus and typed text
+// inside an element survive.
+export function syncKeyed(container, items, key, create, update) {
+  const existing = new Map();
+  for (const child of container.children) if (child.dataset.key !== undefined) existing.set(child.dataset.key, child);
+  let previous = null;
+  const wanted = new Set();
+  for (const item of items) {
+    const id = String(key(item));
+    wanted.add(id);
+    let element = existing.get(id);
+    if (!element) {
+      element = create(item);
+      element.dataset.key = id;
+    }
+    if (update) update(element, item);
+    const expected = previous ? previous.nextElementSibling : container.firstElementChild;
+    if (expected !== element) container.insertBefore(element, expected);
+    previous = element;
+  }
+  for (const [id, element] of existing) if (!wanted.has(id)) element.remove();
 }
 
 export function toast(message, kind = "info") {
@@ -39,4 +69,8 @@ export async function guarded(action, label) {
     toast(`${label}: ${errorText(error)}`, "error");
     return undefined;
   }
+}
+
+export function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
 }

@@ -39,7 +39,7 @@ export class DrawingView {
   }
 
   async load(modelId) {
-    this.render = await this.api.file(`/v1/models/${modelId}/render.json?v=${Date.now()}`).then((response) => response.json());
+    this.render = await this.api.file(`/v1/models/${modelId}/render.json`).then((response) => response.json());
     this.draw();
   }
 

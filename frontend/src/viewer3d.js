@@ -1,35 +1,94 @@
-// The 3D view: xeokit-sdk loading model.xkt + metadata.json of one model; picking, highlighting, camera, snapshot.
-import { NavCubePlugin, Viewer, XKTLoaderPlugin } from "@xeokit/xeokit-sdk";
+// The 3D view: xeokit-sdk loading model.xkt + metadata.json of one model, and the reviewer's tools, all xeokit's
+// own plugins: picking, hide / isolate / X-ray / show all / fit (ContextMenu and keys), section planes
+// (SectionPlanesPlugin: add on a surface, drag with its gizmo, flip, clear), distance measurement
+// (DistanceMeasurementsPlugin with its mouse control and snapping), a 2D plan of one storey (StoreyViewsPlugin),
+// BCF viewpoints (BCFViewpointsPlugin: the view saved as and restored from a BCF-API 3.0 viewpoint), and the colours
+// of a version diff with the unchanged elements ghosted, its removed elements drawn from the base version's geometry
+// (a second model of the same loader) when the current one lacks them.
+import {
+  BCFViewpointsPlugin, ContextMenu, DistanceMeasurementsMouseControl, DistanceMeasurementsPlugin, NavCubePlugin, PointerLens,
+  SectionPlanesPlugin, StoreyViewsPlugin, Viewer, XKTDefaultDataSource, XKTLoaderPlugin,
+} from "@xeokit/xeokit-sdk";
+import { t } from "./i18n.js";
 
-const DIFF_COLOURS = { added: [0.2, 0.75, 0.3], removed: [0.85, 0.25, 0.2], changed: [0.95, 0.6, 0.1] };
+export const DIFF_COLOURS = { added: [0.1, 0.75, 0.2], removed: [0.9, 0.15, 0.1], changed: [1.0, 0.55, 0.0] };
+const FIT_SECONDS = 0.5;
+const IFC_GUID = /^[0-9A-Za-z_$]{22}$/;
+// BCF: a clipping plane's direction points into the half-space that is cut away; xeokit's renderer cuts away the
+// half-space behind a SectionPlane's dir, so directions are reversed both ways (buildingSMART/BCF-XML issue 193)
+const CLIPPING_REVERSED = true;
+
+function editableTarget(target) {
+  return target && (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.closest(".cm-editor"));
+}
 
 export class ModelView {
   constructor(canvasId, navCubeCanvasId, onPick) {
+    this.onPick = onPick;
     this.viewer = new Viewer({ canvasId, transparent: false, saoEnabled: false, dtxEnabled: true });
-    this.viewer.scene.canvas.backgroundColor = [0.93, 0.94, 0.96];
-    this.loader = new XKTLoaderPlugin(this.viewer);
-    new NavCubePlugin(this.viewer, { canvasId: navCubeCanvasId, visible: true });
+    const scene = this.viewer.scene;
+    scene.canvas.backgroundColor = [0.93, 0.94, 0.96];
+    Object.assign(scene.xrayMaterial, { fill: true, fillAlpha: 0.08, fillColor: [0.45, 0.5, 0.55], edges: true, edgeAlpha: 0.25, edgeColor: [0.3, 0.35, 0.4] });
+    // xeokit's data source adds a time stamp query to every URL by default, which defeats the HTTP cache
+    this.loader = new XKTLoaderPlugin(this.viewer, { dataSource: new XKTDefaultDataSource({ cacheBuster: false }) });
+    this.navCubeCanvasId = navCubeCanvasId;
     this.model = null;
+    this.versionModel = null; // elements of a saved version shown beside the model (a diff's removed elements)
     this.picked = null;
-    this.viewer.cameraControl.on("picked", (result) => {
-      if (result.entity) this.select(result.entity.id, onPick);
-    });
-    this.viewer.cameraControl.on("pickedNothing", () => this.select(null, onPick));
+    this.mode = "select";
+    this.listeners = new Set(); // (event) => void: "mode", "loaded", "unloaded", "diff", "plan", "sections"
   }
 
-  load(modelId, version) {
+  // the tools, made after the constructor so that a model load can start first (its download overlaps them)
+  initTools() {
+    new NavCubePlugin(this.viewer, { canvasId: this.navCubeCanvasId, visible: true });
+    this.sections = new SectionPlanesPlugin(this.viewer);
+    this.measurements = new DistanceMeasurementsPlugin(this.viewer);
+    this.measureControl = new DistanceMeasurementsMouseControl(this.measurements, { pointerLens: new PointerLens(this.viewer), snapping: true });
+    this.storeyViews = new StoreyViewsPlugin(this.viewer);
+    this.bcf = new BCFViewpointsPlugin(this.viewer, { originatingSystem: "Model review", authoringTool: "Model review web client" });
+    this.viewer.cameraControl.on("picked", (result) => {
+      if (this.mode === "select" && result.entity) this.select(result.entity.id, this.onPick);
+    });
+    this.viewer.cameraControl.on("pickedNothing", () => { if (this.mode === "select") this.select(null, this.onPick); });
+    this.viewer.cameraControl.on("pickedSurface", (result) => { if (this.mode === "section") this.addSectionPlane(result.worldPos, result.worldNormal); });
+    this.objectMenu = new ContextMenu({ items: this.objectMenuItems(), enabled: true });
+    this.viewer.cameraControl.on("rightClick", (event) => {
+      const hit = this.viewer.scene.pick({ canvasPos: event.canvasPos, pickSurface: true });
+      const ids = hit && hit.entity ? [hit.entity.id] : this.selectedIds();
+      if (hit && hit.entity && !this.selectedIds().includes(hit.entity.id)) this.select(hit.entity.id, this.onPick);
+      this.showMenu(event.event.pageX, event.event.pageY, { ids, worldPos: hit && hit.worldPos, worldNormal: hit && hit.worldNormal });
+      event.event.preventDefault();
+    });
+    document.addEventListener("keydown", (event) => this.key(event));
+  }
+
+  on(listener) {
+    this.listeners.add(listener);
+  }
+
+  emit(event) {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  // --- loading ----------------------------------------------------------------------------------------------
+
+  load(modelId) {
     this.unload();
     return new Promise((resolve, reject) => {
-      const suffix = version ? `?v=${encodeURIComponent(version)}` : "";
+      // no cache-busting query: the gateway answers If-None-Match with 304 while the file is unchanged (no-cache)
       this.model = this.loader.load({
         id: modelId,
-        src: `/v1/models/${modelId}/model.xkt${suffix}`,
-        metaModelSrc: `/v1/models/${modelId}/metadata.json${suffix}`,
+        src: `/v1/models/${modelId}/model.xkt`,
+        metaModelSrc: `/v1/models/${modelId}/metadata.json`,
         edges: true,
       });
       this.model.on("loaded", () => {
-        Object.assign(this.viewer.camera, { eye: [1, 0.8, 1], look: [0, 0, 0], up: [0, 1, 0] }); // an isometric direction
+        performance.mark("viewer:model-loaded");
+        Object.assign(this.viewer.camera, { eye: [1, 0.8, 1], look: [0, 0, 0], up: [0, 1, 0], projection: "perspective" }); // an isometric direction
         this.viewer.cameraFlight.jumpTo({ aabb: this.viewer.scene.getAABB(), fit: true });
+        this.viewer.scene.once("rendered", () => performance.mark("viewer:first-frame"));
+        this.emit({ type: "loaded", modelId });
         resolve(this.model);
       });
       this.model.on("error", (message) => reject(new Error(String(message))));
@@ -37,35 +96,359 @@ export class ModelView {
   }
 
   unload() {
+    if (this.sections) {
+      this.setMode("select");
+      this.exitPlan(false);
+      this.sections.clear();
+      this.measurements.clear();
+      this.viewer.scene.clearLines();
+      this.viewer.scene.clearBitmaps();
+    }
+    this.unloadVersionElements();
     if (this.model) this.model.destroy();
     this.model = null;
     this.picked = null;
+    this.diff = null;
+    this.emit({ type: "unloaded" });
+  }
+
+  // Only the given elements of a saved version, from its converted geometry, as a second model (its own id) beside
+  // the loaded one: the loader takes the entities whose meta objects are in `ids` (includeIds), and the meta scene
+  // gets only those meta objects and their property sets, so the storeys, the tree and every other element stay
+  // the loaded model's. A parent outside `ids` is dropped (it is the loaded model's, or gone). The diff's colours
+  // are applied to them once loaded. Resolves with the ids drawn (none when unloaded before it finished).
+  loadVersionElements(modelId, version, ids) {
+    this.unloadVersionElements();
+    const wanted = new Set(ids);
+    const onlyWanted = (data) => {
+      const metaObjects = (data.metaObjects || []).filter((meta) => wanted.has(meta.id)).map((meta) => (wanted.has(meta.parent) ? meta : { ...meta, parent: null }));
+      const psets = new Set(metaObjects.flatMap((meta) => meta.propertySetIds || meta.propertySets || []));
+      return { ...data, metaObjects, propertySets: (data.propertySets || []).filter((pset) => psets.has(pset.id)) };
+    };
+    const base = `/v1/models/${modelId}/versions/${version}`;
+    const model = this.loader.load({
+      id: `${modelId}@${version}`, src: `${base}/model.xkt`, metaModelSrc: `${base}/metadata.json`, edges: true,
+      includeIds: ids, excludeUnclassifiedObjects: true, loadIntoMetaScene: onlyWanted,
+    });
+    this.versionModel = model;
+    return new Promise((resolve, reject) => {
+      model.on("loaded", () => {
+        if (this.diff) this.applyDiff(this.diff);
+        resolve(ids.filter((id) => this.has(id)));
+      });
+      model.on("destroyed", () => resolve([]));
+      model.on("error", (message) => reject(new Error(String(message))));
+    });
+  }
+
+  unloadVersionElements() {
+    const model = this.versionModel;
+    this.versionModel = null;
+    if (!model) return;
+    if (this.picked && model.objects[this.picked]) this.select(null);
+    model.destroy();
   }
 
   metaObject(id) {
     return this.viewer.metaScene.metaObjects[id] || null;
   }
 
-  select(id, onPick) {
-    this.viewer.scene.setObjectsSelected(this.viewer.scene.selectedObjectIds, false);
+  has(id) {
+    return Boolean(this.viewer.scene.objects[id]);
+  }
+
+  // --- selection and object states ----------------------------------------------------------------------------
+
+  select(id, onPick = this.onPick) {
+    const scene = this.viewer.scene;
+    scene.setObjectsSelected(scene.selectedObjectIds, false);
     this.picked = id;
-    if (id && this.viewer.scene.objects[id]) this.viewer.scene.objects[id].selected = true;
+    if (id && scene.objects[id]) scene.objects[id].selected = true;
     if (onPick) onPick(id ? this.metaObject(id) : null);
   }
 
+  selectedIds() {
+    return [...this.viewer.scene.selectedObjectIds];
+  }
+
+  // the ids of every object (with geometry) under the given meta objects, themselves included
+  objectIdsUnder(ids) {
+    const result = new Set();
+    for (const id of ids) {
+      const meta = this.metaObject(id);
+      const below = meta ? meta.getObjectIDsInSubtree() : [id];
+      for (const objectId of below) if (this.viewer.scene.objects[objectId]) result.add(objectId);
+    }
+    return [...result];
+  }
+
+  hide(ids) {
+    this.viewer.scene.setObjectsVisible(this.objectIdsUnder(ids), false);
+  }
+
+  isolate(ids) {
+    const scene = this.viewer.scene;
+    const keep = this.objectIdsUnder(ids);
+    if (!keep.length) return;
+    scene.setObjectsXRayed(scene.xrayedObjectIds, false);
+    scene.setObjectsVisible(scene.visibleObjectIds, false);
+    scene.setObjectsVisible(keep, true);
+    this.fit(keep);
+  }
+
+  xray(ids, xrayed = true) {
+    this.viewer.scene.setObjectsXRayed(this.objectIdsUnder(ids), xrayed);
+  }
+
+  toggleXray(ids) {
+    const objects = this.objectIdsUnder(ids);
+    const scene = this.viewer.scene;
+    const anyPlain = objects.some((id) => !scene.objects[id].xrayed);
+    scene.setObjectsXRayed(objects, anyPlain);
+  }
+
+  xrayOthers(ids) {
+    const scene = this.viewer.scene;
+    scene.setObjectsXRayed(scene.objectIds, true);
+    scene.setObjectsXRayed(this.objectIdsUnder(ids), false);
+  }
+
+  showAll() {
+    const scene = this.viewer.scene;
+    scene.setObjectsVisible(scene.objectIds, true);
+    scene.setObjectsXRayed(scene.xrayedObjectIds, false);
+    if (this.diff) this.applyDiff(this.diff);
+  }
+
+  fit(ids) {
+    const objects = ids && ids.length ? this.objectIdsUnder(ids) : null;
+    const aabb = objects && objects.length ? this.viewer.scene.getAABB(objects) : this.viewer.scene.getAABB(this.viewer.scene.visibleObjectIds);
+    this.viewer.cameraFlight.flyTo({ aabb, duration: FIT_SECONDS });
+  }
+
+  fitAll() {
+    this.viewer.cameraFlight.flyTo({ aabb: this.viewer.scene.getAABB(), duration: FIT_SECONDS });
+  }
+
+  // --- context menu and keys -------------------------------------------------------------------------------
+
+  objectMenuItems() {
+    const item = (title, action, enabled = (c) => c.ids.length > 0) => ({ getTitle: () => t(title), doAction: action, getEnabled: enabled });
+    return [
+      [
+        item("Hide", (c) => this.hide(c.ids)),
+        item("Isolate", (c) => this.isolate(c.ids)),
+        item("X-ray", (c) => this.toggleXray(c.ids)),
+        item("X-ray others", (c) => this.xrayOthers(c.ids)),
+        item("Show all", () => this.showAll(), () => true),
+      ],
+      [
+        item("Fit selection", (c) => this.fit(c.ids)),
+        item("Fit all", () => this.fitAll(), () => true),
+      ],
+      [
+        item("Section here", (c) => this.addSectionPlane(c.worldPos, c.worldNormal), (c) => Boolean(c.worldPos)),
+        item("Clear sections", () => this.clearSections(), () => Object.keys(this.sections.sectionPlanes).length > 0),
+      ],
+    ];
+  }
+
+  showMenu(pageX, pageY, context) {
+    this.objectMenu.context = { ids: [], ...context };
+    this.objectMenu.hide();
+    this.objectMenu.show(pageX, pageY);
+  }
+
+  key(event) {
+    if (!this.model || editableTarget(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+    const ids = this.selectedIds();
+    const actions = {
+      h: () => this.hide(ids),
+      i: () => this.isolate(ids),
+      t: () => this.toggleXray(ids),
+      u: () => this.showAll(),
+      f: () => (event.shiftKey ? this.fitAll() : this.fit(ids)),
+      escape: () => { this.setMode("select"); this.objectMenu.hide(); },
+    };
+    const action = actions[event.key.toLowerCase()];
+    if (!action) return;
+    event.preventDefault();
+    action();
+  }
+
+  // --- tools: section planes, measurement ----------------------------------------------------------------------
+
+  setMode(mode) {
+    if (this.mode === mode) mode = "select"; // pressing an active tool again leaves it
+    this.mode = mode;
+    if (mode === "measure") this.measureControl.activate();
+    else if (this.measureControl.active) this.measureControl.deactivate();
+    if (mode !== "section") this.sections.hideControl();
+    this.emit({ type: "mode", mode });
+  }
+
+  addSectionPlane(worldPos, worldNormal) {
+    if (!worldPos) return null;
+    const dir = worldNormal ? worldNormal.map((v) => -v) : [0, -1, 0];
+    const plane = this.sections.createSectionPlane({ pos: Array.from(worldPos), dir });
+    this.sections.showControl(plane.id); // drag the plane with its gizmo
+    this.emit({ type: "sections" });
+    return plane;
+  }
+
+  flipSections() {
+    this.sections.flipSectionPlanes();
+  }
+
+  clearSections() {
+    this.sections.clear();
+    this.emit({ type: "sections" });
+  }
+
+  clearMeasurements() {
+    this.measurements.clear();
+  }
+
+  // --- storey plan (StoreyViewsPlugin) ------------------------------------------------------------------------
+
+  storeys() {
+    return Object.values(this.storeyViews.storeys).map((storey) => ({ id: storey.storeyId, name: (this.metaObject(storey.storeyId) || {}).name || storey.storeyId, aabb: storey.storeyAABB }))
+      .sort((a, b) => b.aabb[1] - a.aabb[1]);
+  }
+
+  enterPlan(storeyId) {
+    if (!this.plan) this.plan = { camera: this.camera(), projection: this.viewer.camera.projection };
+    this.viewer.scene.setObjectsXRayed(this.viewer.scene.xrayedObjectIds, false);
+    this.storeyViews.showStoreyObjects(storeyId, { hideOthers: true });
+    this.viewer.camera.projection = "ortho";
+    this.storeyViews.gotoStoreyCamera(storeyId, { projection: "ortho" });
+    this.viewer.cameraControl.navMode = "planView";
+    this.plan.storeyId = storeyId;
+    this.plan.map = this.storeyViews.createStoreyMap(storeyId, { width: 260, format: "png" });
+    this.emit({ type: "plan", plan: this.plan });
+    return this.plan.map;
+  }
+
+  pickOnPlan(imagePos) {
+    if (!this.plan) return null;
+    const hit = this.storeyViews.pickStoreyMap(this.plan.map, imagePos, { pickSurface: true });
+    if (hit && hit.entity) this.select(hit.entity.id);
+    return hit;
+  }
+
+  exitPlan(restore = true) {
+    if (!this.plan) return;
+    const { camera, projection } = this.plan;
+    this.plan = null;
+    this.viewer.cameraControl.navMode = "orbit";
+    this.viewer.camera.projection = projection;
+    if (restore) {
+      this.showAll();
+      this.viewer.cameraFlight.jumpTo(camera);
+    }
+    this.emit({ type: "plan", plan: null });
+  }
+
+  // --- version diff in 3D ------------------------------------------------------------------------------------
+
+  // Unchanged elements ghosted (X-ray), added / changed / removed ones coloured; ids not in the loaded geometry
+  // are returned, so the list can say so. The previous diff's version elements go.
   showDiff(diff) {
-    this.clearDiff();
+    this.unloadVersionElements();
+    this.diff = diff;
+    return this.applyDiff(diff);
+  }
+
+  applyDiff(diff) {
+    const scene = this.viewer.scene;
+    scene.setObjectsColorized(scene.colorizedObjectIds, null);
+    scene.setObjectsVisible(scene.objectIds, true);
+    scene.setObjectsXRayed(scene.objectIds, true);
+    const missing = [];
     for (const [kind, ids] of Object.entries({ added: diff.added, removed: diff.removed, changed: diff.changed.map((c) => c.guid) })) {
       for (const id of ids) {
-        const object = this.viewer.scene.objects[id];
-        if (object) object.colorize = DIFF_COLOURS[kind];
+        const object = scene.objects[id];
+        if (!object) { missing.push(id); continue; }
+        object.xrayed = false;
+        object.colorize = DIFF_COLOURS[kind];
       }
     }
+    this.emit({ type: "diff", diff });
+    return missing;
   }
 
   clearDiff() {
-    this.viewer.scene.setObjectsColorized(this.viewer.scene.colorizedObjectIds, null);
+    const scene = this.viewer.scene;
+    this.unloadVersionElements();
+    this.diff = null;
+    scene.setObjectsColorized(scene.colorizedObjectIds, null);
+    scene.setObjectsXRayed(scene.xrayedObjectIds, false);
+    this.emit({ type: "diff", diff: null });
   }
+
+  flyToObject(id) {
+    if (!this.has(id)) return false;
+    this.select(id);
+    this.fit([id]);
+    return true;
+  }
+
+  // --- BCF viewpoints (xeokit's BCFViewpointsPlugin) ---------------------------------------------------------
+
+  // The view as a BCF-API 3.0 viewpoint: camera, visibility, selection, colours (X-ray and opacity as colours with
+  // alpha), section planes, lines, bitmaps. Without snapshot: the caller adds the canvas image. Components whose id
+  // is no IFC GlobalId cannot travel in BCF and are left out.
+  viewpoint() {
+    const scene = this.viewer.scene;
+    const spaces = this.viewer.metaScene.getObjectIDsByType("IfcSpace");
+    const viewpoint = this.bcf.getViewpoint({
+      snapshot: false, spacesVisible: spaces.some((id) => scene.objects[id] && scene.objects[id].visible), reverseClippingPlanes: CLIPPING_REVERSED,
+    });
+    const exchangeable = (components) => (components || []).filter((c) => IFC_GUID.test(c.ifc_guid || "") || c.authoring_tool_id);
+    const components = viewpoint.components;
+    components.selection = exchangeable(components.selection);
+    components.visibility.exceptions = exchangeable(components.visibility.exceptions);
+    components.coloring = components.coloring.map((c) => ({ ...c, components: exchangeable(c.components) })).filter((c) => c.components.length);
+    delete components.translucency; // X-rayed objects are in coloring with their alpha; BCF 3.0 has no translucency
+    return viewpoint;
+  }
+
+  // The objects back to their loaded state (all visible, no X-ray, colour, opacity, selection, section planes,
+  // lines, bitmaps; no plan, no diff), then xeokit's setViewpoint. A stored bitmap comes as a URL, which xeokit's
+  // Bitmap loads as its image source.
+  applyViewpoint(viewpoint) {
+    if (!this.model) return;
+    const scene = this.viewer.scene;
+    this.setMode("select");
+    this.exitPlan(false);
+    if (this.diff) this.clearDiff();
+    this.sections.clear();
+    scene.setObjectsVisible(scene.objectIds, true);
+    scene.setObjectsXRayed(scene.xrayedObjectIds, false);
+    scene.setObjectsColorized(scene.colorizedObjectIds, null);
+    scene.setObjectsOpacity(scene.opacityObjectIds, 1.0);
+    scene.setObjectsSelected(scene.selectedObjectIds, false);
+    const bitmaps = (viewpoint.bitmaps || []).map((bitmap) => ({ ...bitmap, bitmap_data: bitmap.bitmap_data || bitmap.bitmap_url }));
+    this.bcf.setViewpoint({ ...viewpoint, bitmaps }, { immediate: true, updateCompositeObjects: true, reverseClippingPlanes: CLIPPING_REVERSED });
+    const selected = this.selectedIds();
+    this.picked = selected[0] || null;
+    if (this.onPick) this.onPick(this.picked ? this.metaObject(this.picked) : null);
+    this.emit({ type: "sections" });
+  }
+
+  // several objects selected at once (e.g. the failing elements of a check); returns the ids the view has
+  selectMany(ids, fit = true) {
+    const scene = this.viewer.scene;
+    const present = ids.filter((id) => scene.objects[id]);
+    scene.setObjectsSelected(scene.selectedObjectIds, false);
+    scene.setObjectsSelected(present, true);
+    this.picked = present[0] || null;
+    if (this.onPick) this.onPick(this.picked ? this.metaObject(this.picked) : null);
+    if (fit && present.length) this.fit(present);
+    return present;
+  }
+
+  // --- camera, snapshot ------------------------------------------------------------------------------------
 
   camera() {
     const { eye, look, up } = this.viewer.camera;
@@ -76,8 +459,11 @@ export class ModelView {
     this.viewer.cameraFlight.flyTo({ eye: camera.eye, look: camera.look, up: camera.up, duration: 0.6 });
   }
 
+  snapshotDataURL() {
+    return this.viewer.getSnapshot({ format: "png", includeGizmos: false });
+  }
+
   async snapshotBlob() {
-    const dataURL = this.viewer.getSnapshot({ format: "png", includeGizmos: false });
-    return (await fetch(dataURL)).blob();
+    return (await fetch(this.snapshotDataURL())).blob();
   }
 }

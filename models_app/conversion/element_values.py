@@ -10,6 +10,8 @@ from __future__ import annotations
 import ifcopenshell.util.classification
 import ifcopenshell.util.element
 
+from models_app.conversion.metadata import PROGRESS_EVERY, dumps
+
 PROPERTY_FIELDS = ("FireRating", "Comments")
 
 
@@ -30,14 +32,32 @@ def _property(psets: dict, field: str) -> str:
     return ""
 
 
+def _values(element) -> dict[str, str]:
+    fields = {"Name": element.Name or "", "Description": element.Description or "", "Classification": _classification(element)}
+    own = ifcopenshell.util.element.get_psets(element, psets_only=True, should_inherit=False)
+    element_type = ifcopenshell.util.element.get_type(element)
+    inherited = ifcopenshell.util.element.get_psets(element_type, psets_only=True) if element_type else {}
+    for field in PROPERTY_FIELDS:
+        fields[field] = _property(own, field) or _property(inherited, field)
+    return {field: value for field, value in fields.items() if value}
+
+
+def _elements(ifc) -> dict:
+    # GlobalId -> element; a later duplicate GlobalId takes the earlier one's place
+    return {element.GlobalId: element for element in ifc.by_type("IfcProduct")}
+
+
 def element_values(ifc) -> dict[str, dict[str, str]]:
-    values = {}
-    for element in ifc.by_type("IfcProduct"):
-        fields = {"Name": element.Name or "", "Description": element.Description or "", "Classification": _classification(element)}
-        own = ifcopenshell.util.element.get_psets(element, psets_only=True, should_inherit=False)
-        element_type = ifcopenshell.util.element.get_type(element)
-        inherited = ifcopenshell.util.element.get_psets(element_type, psets_only=True) if element_type else {}
-        for field in PROPERTY_FIELDS:
-            fields[field] = _property(own, field) or _property(inherited, field)
-        values[element.GlobalId] = {field: value for field, value in fields.items() if value}
-    return values
+    return {guid: _values(element) for guid, element in _elements(ifc).items()}
+
+
+def write_element_values(ifc, handle, on_progress=lambda fraction: None) -> None:
+    """Streams the JSON text json.dump(element_values(ifc), handle, ensure_ascii=False, separators=(",", ":"))
+    writes, without holding the values of all elements."""
+    elements = _elements(ifc)
+    handle.write("{")
+    for index, (guid, element) in enumerate(elements.items()):
+        handle.write(("," if index else "") + dumps(guid) + ":" + dumps(_values(element)))
+        if index % PROGRESS_EVERY == 0:
+            on_progress(index / len(elements))
+    handle.write("}")

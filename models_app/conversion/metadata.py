@@ -8,9 +8,11 @@ referenced by some object are emitted, so no propertySetId dangles.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 PSET_TYPE = "Pset"
+PROGRESS_EVERY = 2000
 
 QUANTITY_MEASURES = {
     "IfcQuantityLength": "IfcLengthMeasure",
@@ -137,7 +139,7 @@ def _parent_map(ifc) -> dict[int, object]:
     return parents
 
 
-def _property_sets_by_object(ifc) -> tuple[dict[int, list], dict[str, object]]:
+def _property_sets_by_object(ifc, on_progress=lambda fraction: None) -> tuple[dict[int, list], dict[str, object]]:
     by_object: dict[int, list] = defaultdict(list)
     pset_by_guid: dict[str, object] = {}
 
@@ -149,47 +151,96 @@ def _property_sets_by_object(ifc) -> tuple[dict[int, list], dict[str, object]]:
             for obj in objects or ():
                 by_object[obj.id()].append(pset.GlobalId)
 
-    for rel in ifc.by_type("IfcRelDefinesByProperties"):
+    by_properties = ifc.by_type("IfcRelDefinesByProperties")
+    for index, rel in enumerate(by_properties):
         attach(rel.RelatedObjects, _definitions(rel))
+        if index % (10 * PROGRESS_EVERY) == 0:
+            on_progress(index / len(by_properties))
     for rel in ifc.by_type("IfcRelDefinesByType"):
         attach(rel.RelatedObjects, rel.RelatingType.HasPropertySets or ())
     return by_object, pset_by_guid
 
 
+def _parent_ids_without_loops(products, parents: dict[int, object], included: set[int], project_id: int) -> dict[int, int]:
+    """Each product's parent (STEP id): its container or aggregate when that is in the meta-model, else the project;
+    self and cyclic parents repaired as parents_without_loops does."""
+    links = []
+    for product in products:
+        parent = parents.get(product.id())
+        links.append({"id": product.id(), "parent": parent.id() if parent is not None and parent.id() in included else project_id})
+    return {link["id"]: link["parent"] for link in parents_without_loops(links, project_id)}
+
+
+class MetaModel:
+    """The meta-model of one IFC, produced piece by piece: the meta objects, then the property sets they reference.
+    build() collects it into one dict; write() streams the same JSON text (byte for byte) without holding it."""
+
+    def __init__(self, ifc):
+        projects = ifc.by_type("IfcProject")
+        if not projects:
+            raise ValueError("the IFC file has no IfcProject")
+        self.ifc = ifc
+        self.project = projects[0]
+        self.header = {"projectId": self.project.GlobalId, "schema": ifc.schema}
+        self.products = ifc.by_type("IfcProduct")
+        self._used_psets: dict[str, None] = {}
+        self._pset_by_guid: dict[str, object] = {}
+
+    def meta_objects(self, on_progress=lambda fraction: None):
+        on_progress(0.0)
+        project, products = self.project, self.products
+        included = {project.id(), *(p.id() for p in products)}
+        parents = _parent_map(self.ifc)
+        parent_ids = _parent_ids_without_loops(products, parents, included, project.id())
+        on_progress(0.1)
+        psets_by_object, self._pset_by_guid = _property_sets_by_object(self.ifc, lambda fraction: on_progress(0.1 + 0.15 * fraction))
+        on_progress(0.25)
+        seen_guids: set[str] = set()
+        for obj in [project, *products]:
+            guid = obj.GlobalId
+            if guid in seen_guids:
+                continue
+            seen_guids.add(guid)
+            if len(seen_guids) % PROGRESS_EVERY == 0:
+                on_progress(0.25 + 0.35 * len(seen_guids) / len(included))
+            entry = {"id": guid, "type": obj.is_a(), "name": obj.Name or ""}
+            if obj is not project:
+                entry["parent"] = self.ifc.by_id(parent_ids[obj.id()]).GlobalId
+            pset_ids = list(dict.fromkeys(psets_by_object.get(obj.id(), ())))
+            if pset_ids:
+                entry["propertySetIds"] = pset_ids
+                self._used_psets.update(dict.fromkeys(pset_ids))
+            yield entry
+
+    def property_sets(self, on_progress=lambda fraction: None):
+        """The sets referenced by the meta objects (after meta_objects() was consumed)."""
+        for index, guid in enumerate(self._used_psets):
+            if index % PROGRESS_EVERY == 0:
+                on_progress(0.6 + 0.4 * index / len(self._used_psets))
+            yield property_set_entry(self._pset_by_guid[guid])
+
+    def build(self) -> dict:
+        meta_objects = list(self.meta_objects())
+        return {**self.header, "metaObjects": meta_objects, "propertySets": list(self.property_sets())}
+
+    def write(self, handle, on_progress=lambda fraction: None) -> None:
+        """Streams the JSON that json.dump(self.build(), handle, ensure_ascii=False, separators=(",", ":")) writes;
+        on_progress gets the fraction done (0..1)."""
+        handle.write(dumps(self.header)[:-1] + ',"metaObjects":[')
+        for index, entry in enumerate(self.meta_objects(on_progress)):
+            handle.write(("," if index else "") + dumps(entry))
+        handle.write('],"propertySets":[')
+        for index, entry in enumerate(self.property_sets(on_progress)):
+            handle.write(("," if index else "") + dumps(entry))
+        handle.write("]}")
+
+
+def dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def build_metadata(ifc) -> dict:
-    projects = ifc.by_type("IfcProject")
-    if not projects:
-        raise ValueError("the IFC file has no IfcProject")
-    project = projects[0]
-    products = ifc.by_type("IfcProduct")
-    included = {project.id(), *(p.id() for p in products)}
-    parents = _parent_map(ifc)
-    psets_by_object, pset_by_guid = _property_sets_by_object(ifc)
-
-    meta_objects = []
-    used_psets: dict[str, None] = {}
-    seen_guids: set[str] = set()
-    for obj in [project, *products]:
-        guid = obj.GlobalId
-        if guid in seen_guids:
-            continue
-        seen_guids.add(guid)
-        entry = {"id": guid, "type": obj.is_a(), "name": obj.Name or ""}
-        if obj is not project:
-            parent = parents.get(obj.id())
-            entry["parent"] = parent.GlobalId if parent is not None and parent.id() in included else project.GlobalId
-        pset_ids = list(dict.fromkeys(psets_by_object.get(obj.id(), ())))
-        if pset_ids:
-            entry["propertySetIds"] = pset_ids
-            used_psets.update(dict.fromkeys(pset_ids))
-        meta_objects.append(entry)
-
-    return {
-        "projectId": project.GlobalId,
-        "schema": ifc.schema,
-        "metaObjects": meta_objects,
-        "propertySets": [property_set_entry(pset_by_guid[guid]) for guid in used_psets],
-    }
+    return MetaModel(ifc).build()
 
 
 def normalise_fallback_metadata(meta: dict) -> dict:
@@ -209,4 +260,28 @@ def normalise_fallback_metadata(meta: dict) -> dict:
         obj["name"] = obj.get("name") or ""
     for pset in meta.get("propertySets", []):
         pset["type"] = PSET_TYPE
+    parents_without_loops(objects, project["id"] if project is not None else None)
     return meta
+
+
+def parents_without_loops(meta_objects: list[dict], root_id: str | None) -> list[dict]:
+    """Repairs self and cyclic parents (an element that aggregates itself, or a ring of aggregations): the object
+    whose parent closes a loop is re-parented to the root (or loses its parent without a root), so every chain of
+    parents ends. Each object is walked once."""
+    by_id = {o["id"]: o for o in meta_objects}
+    ended: set = {root_id}
+    for obj in meta_objects:
+        path, on_path, current = [], set(), obj
+        while current is not None and current["id"] not in ended:
+            path.append(current)
+            on_path.add(current["id"])
+            parent = by_id.get(current.get("parent"))
+            if parent is not None and parent["id"] in on_path:
+                if root_id is None:
+                    current.pop("parent")
+                else:
+                    current["parent"] = root_id
+                break
+            current = parent
+        ended.update(o["id"] for o in path)
+    return meta_objects

@@ -1,114 +1,95 @@
-"""IFC -> metadata.json + geometry.glb: the ifcopenshell stage of the conversion, run as a child process.
+"""The ifcopenshell stage of a conversion: IFC -> metadata.json, element-values.json and the geometry records. It runs
+in a child of the sandboxed conversion zygote (zygote.py), which has its files only as descriptors, all opened by the
+worker: the IFC to read, the three outputs to write (in the conversion's own work folder) and a progress pipe.
 
-    python -m models_app.conversion.pipeline --ifc model.ifc --out WORKDIR
-
-Writes WORKDIR/metadata.json, WORKDIR/element-values.json (the IFC values of the override fields) and
-WORKDIR/geometry.glb (GLB node names = IFC GlobalIds), or, when ifcopenshell
-cannot open the file (e.g. schema IFC4X3_RC2), WORKDIR/fallback.txt with the reason, so the worker converts with
-xeokit-convert's own IFC parser instead. The XKT step (node converter/dist/convert.mjs) runs after this process has
-exited, so the two never hold memory at the same time. Progress goes to stdout as JSON lines
-{"phase": ..., "percent": ...}; errors go to stderr. Kept free of Django: a crash or memory blow-up in a native
-library only takes this process down.
+Each output is streamed while it is produced (metadata and element values object by object, geometry element by
+element), so the stage holds the parsed IFC and little else. Progress goes out as JSON lines {"phase", "percent"};
+when ifcopenshell cannot open the file (e.g. schema IFC4X3_RC2) one line {"fallback": reason} says so and the worker
+converts with xeokit-convert's own IFC parser instead. Kept free of Django.
 """
 
 from __future__ import annotations
 
-import argparse
-import ctypes
+import io
 import json
 import os
-import signal
-import sys
+import threading
 import time
-from pathlib import Path
 
-PR_SET_PDEATHSIG = 1
-# The fast simple CGAL kernel, with OpenCascade for the elements it fails on (typically walls with openings).
-HYBRID_KERNELS = ("cgal-simple", "opencascade")
 METADATA_FILE = "metadata.json"
 ELEMENT_VALUES_FILE = "element-values.json"
-GLB_FILE = "geometry.glb"
-FALLBACK_FILE = "fallback.txt"
+GEOMETRY_FILE = "geometry.bin"
+WRITE_BUFFER_BYTES = 1 << 20
+# (phase, first percent, last percent), after the time each takes on large files; xkt (node) follows from 85
+STAGES = (("reading", 1, 5), ("metadata", 5, 20), ("values", 20, 30), ("geometry", 30, 85))
+READ_BYTES_PER_SECOND = 25 * 1024 * 1024  # ifcopenshell.open on this machine, for the reading estimate
+TICK_SECONDS = 1.0
 
 
-def die_with_parent() -> None:
-    """Linux: deliver SIGKILL to this process when its parent dies (a killed worker leaves nothing running)."""
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        pass
+class Progress:
+    def __init__(self, fd: int):
+        self.channel = open(fd, "w", encoding="utf-8", closefd=False)
+        self.lock = threading.Lock()  # the reading ticker writes from its own thread
+
+    def send(self, line: dict) -> None:
+        with self.lock:
+            self.channel.write(json.dumps(line) + "\n")
+            self.channel.flush()
+
+    def report(self, phase: str, percent: float) -> None:
+        self.send({"phase": phase, "percent": int(percent)})
+
+    def stage(self, phase: str):
+        """A callback fraction -> percent within the stage's range."""
+        first, last = next((first, last) for name, first, last in STAGES if name == phase)
+        return lambda fraction: self.report(phase, first + (last - first) * min(1.0, fraction))
 
 
-def report(phase: str, percent: float) -> None:
-    sys.stdout.write(json.dumps({"phase": phase, "percent": int(percent)}) + "\n")
-    sys.stdout.flush()
+class _ReadingTicker:
+    """ifcopenshell.open is one long call (seconds on a large file; it releases the GIL): the reading progress
+    moves meanwhile by the time it is expected to take."""
+
+    def __init__(self, progress: Progress, size: int):
+        self.report, self.expected = progress.stage("reading"), max(1.0, size / READ_BYTES_PER_SECOND)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        while not self.done.wait(TICK_SECONDS):
+            self.report(0.95 * min(1.0, (time.monotonic() - started) / self.expected))
+
+    def __enter__(self):
+        self.thread.start()
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
 
 
-def write_json(path: Path, payload: dict) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(payload, handle, ensure_ascii=False, separators=(",", ":"))
+def _text_output(fd: int):
+    return io.TextIOWrapper(io.BufferedWriter(io.FileIO(fd, "w", closefd=True), WRITE_BUFFER_BYTES), encoding="utf-8")
 
 
-def write_glb(ifc, glb_path: Path, threads: int) -> int:
-    import ifcopenshell.geom
-
-    settings = ifcopenshell.geom.settings()
-    settings.set("use-world-coords", True)
-    settings.set("use-element-guids", True)  # GLB node name = IFC GlobalId = XKT entity id
-    settings.set("apply-default-materials", True)
-    serializer = ifcopenshell.geom.serializers.gltf(str(glb_path), settings)
-    serializer.setFile(ifc)
-    serializer.setUnitNameAndMagnitude("METER", 1.0)
-    serializer.writeHeader()
-    hybrid_available = all(ifcopenshell.geom.has_geometry_library(kernel) for kernel in HYBRID_KERNELS)
-    library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
-    iterator = ifcopenshell.geom.iterator(
-        settings, ifc, threads, exclude=ifc.by_type("IfcOpeningElement"), geometry_library=library
-    )
-    count = 0
-    last_report = 0.0
-    if iterator.initialize():
-        while True:
-            serializer.write(iterator.get())
-            count += 1
-            now = time.monotonic()
-            if now - last_report > 0.5:
-                report("geometry", 15 + iterator.progress() * 0.7)
-                last_report = now
-            if not iterator.next():
-                break
-    serializer.finalize()
-    return count
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ifc", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
-    args = parser.parse_args(argv)
-    die_with_parent()
-
+def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, progress_fd: int, threads: int) -> None:
     import ifcopenshell
 
-    from models_app.conversion.element_values import element_values
-    from models_app.conversion.metadata import build_metadata
+    from models_app.conversion.element_values import write_element_values
+    from models_app.conversion.geometry import write_geometry
+    from models_app.conversion.metadata import MetaModel
 
-    report("reading", 1)
+    progress = Progress(progress_fd)
+    progress.report("reading", 1)
     try:
-        ifc = ifcopenshell.open(str(args.ifc))
+        with _ReadingTicker(progress, os.fstat(ifc_fd).st_size):
+            ifc = ifcopenshell.open(f"/proc/self/fd/{ifc_fd}", ".ifc")
     except Exception as exc:  # ifcopenshell raises several types for unsupported schemas and parse errors
-        (args.out / FALLBACK_FILE).write_text(f"{type(exc).__name__}: {exc}")
-        return 0
-    report("metadata", 5)
-    write_json(args.out / METADATA_FILE, build_metadata(ifc))
-    write_json(args.out / ELEMENT_VALUES_FILE, element_values(ifc))
-    report("geometry", 15)
-    shapes = write_glb(ifc, args.out / GLB_FILE, args.threads)
-    if not shapes:
-        (args.out / GLB_FILE).unlink()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        progress.send({"fallback": f"{type(exc).__name__}: {exc}"[:500]})
+        return
+    with _text_output(metadata_fd) as metadata:
+        MetaModel(ifc).write(metadata, progress.stage("metadata"))
+    with _text_output(values_fd) as values:
+        write_element_values(ifc, values, progress.stage("values"))
+    with io.BufferedWriter(io.FileIO(geometry_fd, "w", closefd=True), WRITE_BUFFER_BYTES) as geometry:
+        write_geometry(ifc, geometry, threads, progress.stage("geometry"))
+    progress.report("geometry", 85)

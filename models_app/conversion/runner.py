@@ -1,8 +1,10 @@
-"""Runs the conversion in child processes under one time limit, relaying progress:
-1. python -m models_app.conversion.pipeline (ifcopenshell: metadata.json + geometry.glb), then
-2. node converter/dist/convert.mjs (xeokit-convert: GLB + metadata -> model.xkt; or the IFC itself as the fallback).
-The stages run strictly one after the other, so their memory peaks never add up; the converter is a single bundled
-file that loads in ~0.2 s.
+"""Runs one conversion, confined (see sandbox.py), under one time limit, relaying progress:
+1. the ifcopenshell stage (pipeline.py) in a child forked from the worker's warm, sandboxed zygote: metadata.json,
+   element-values.json and the geometry records, streamed;
+2. node converter/dist/convert.mjs in its own sandbox: geometry records + metadata -> model.xkt (or, when
+   ifcopenshell cannot open the IFC, the IFC itself through xeokit-convert's web-ifc parser).
+Both stages run in the conversion's cgroup (memory and process caps), strictly one after the other, so their memory
+peaks never add up. Every file either stage touches is a descriptor opened here, in the work folder.
 """
 
 from __future__ import annotations
@@ -11,22 +13,25 @@ import json
 import os
 import queue
 import signal
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from models_app.conversion.metadata import normalise_fallback_metadata
-from models_app.conversion.pipeline import FALLBACK_FILE, GLB_FILE, METADATA_FILE, write_json
+from models_app.conversion.pipeline import ELEMENT_VALUES_FILE, GEOMETRY_FILE, METADATA_FILE
+from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, node_command, zygote_for
+from models_app.conversion.zygote import GO
+from sandboxing import bwrap
+from sandboxing.cgroups import RunCgroup
+from sandboxing.probe import IsolationUnavailable
+from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageOutput, StageTimeout
 from viewer_gateway.config import SHIPPED_CONVERTER
 
-ERROR_TAIL_BYTES = 2048
-PIPE_READ_BYTES = 65536  # longest stdout line relayed, and stderr read size
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 XKT_FILE = "model.xkt"
+RAW_FALLBACK_METADATA = "fallback-metadata.json"
+STOP_SECONDS = 10
 
 
 class ConversionFailed(Exception):
@@ -39,79 +44,143 @@ class PipelineResult:
     error: str = ""
 
 
-def _pump(stream, lines: queue.Queue) -> None:
-    # bounded lines and a bounded queue: a child that floods stdout (web-ifc logs every token it cannot parse) is
-    # slowed down by the full pipe instead of filling the worker's memory
-    while line := stream.readline(PIPE_READ_BYTES):
-        lines.put(line)
-    lines.put(None)  # end of output: the process is exiting
+def _time_limit(timeout_seconds: float) -> ConversionFailed:
+    return ConversionFailed(f"conversion exceeded the time limit of {timeout_seconds:g} s and was stopped")
 
 
-def _keep_tail(stream, tail: bytearray) -> None:
-    """Reads stderr to its end, keeping only its last bytes (for the error message), so nothing grows on disk."""
-    while chunk := stream.read1(PIPE_READ_BYTES):
-        tail += chunk
-        del tail[:-ERROR_TAIL_BYTES]
+class _Conversion:
+    def __init__(self, work_dir: Path, limits: ConversionLimits, deadline: float, timeout_seconds: float, on_progress):
+        self.work_dir, self.limits, self.deadline, self.timeout_seconds = work_dir, limits, deadline, timeout_seconds
+        self.on_progress = on_progress
+        self.fallback: str | None = None
+        self.cgroup: RunCgroup | None = None
 
-
-class _Child:
-    """One stage in its own process group (the time limit kills the whole group), stdout lines relayed."""
-
-    def __init__(self, command: list[str], name: str, setting: str = ""):
-        self.name = name
-        # no preexec_fn (unsafe in a threaded worker): each stage ends itself when its parent dies (the pipeline with
-        # PR_SET_PDEATHSIG, the converter by watching its parent pid)
+    def relay(self, line: str) -> None:
         try:
-            self.process = subprocess.Popen(
-                command,
-                cwd=PROJECT_ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            where = f" (configuration key {setting})" if setting else ""
-            raise ConversionFailed(f"cannot start {name}: {command[0]!r}{where}: {exc.strerror or exc}") from None
-        self.lines: queue.Queue = queue.Queue(maxsize=1000)
-        self.stderr_tail = bytearray()
-        self.readers = [
-            threading.Thread(target=_pump, args=(self.process.stdout, self.lines), daemon=True),
-            threading.Thread(target=_keep_tail, args=(self.process.stderr, self.stderr_tail), daemon=True),
-        ]
-        for reader in self.readers:
-            reader.start()
+            message = json.loads(line)
+            if "fallback" in message:
+                self.fallback = str(message["fallback"])
+            else:
+                self.on_progress(message["phase"], message["percent"])
+        except (ValueError, KeyError, TypeError):
+            pass
 
-    def stop(self) -> None:
-        """Kills the process group if it still runs, then lets both readers reach the end of their pipes."""
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
-        while self.readers[0].is_alive():  # a full queue would keep the stdout reader from reaching the end
-            try:
-                self.lines.get(timeout=0.1)
-            except queue.Empty:
-                pass
-        for reader in self.readers:
-            reader.join(timeout=5)
+    def create(self, name: str) -> int:
+        return os.open(self.work_dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
 
-    def finish(self, deadline: float, on_line: Callable[[str], None], timeout_seconds: float) -> None:
-        try:
-            while (line := self.lines.get(timeout=max(0.0, deadline - time.monotonic()))) is not None:
-                on_line(line)
-            self.process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except (queue.Empty, subprocess.TimeoutExpired):
-            raise ConversionFailed(f"conversion exceeded the time limit of {timeout_seconds:g} s and was stopped") from None
-        self.stop()
-        code = self.process.returncode
+    def read(self, path: Path) -> int:
+        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+    def killed_by_memory_cap(self, code: int) -> bool:
+        # a signal: negative for the forked child, 128 + signal through bwrap
+        return (code < 0 or code > 128) and self.cgroup is not None and self.cgroup.oom_killed()
+
+    def memory_error(self, name: str) -> ConversionFailed:
+        return ConversionFailed(
+            f"{name} exceeded the conversion memory cap of {self.limits.memory_mb} MB (configuration key conversionMemoryMB) "
+            "and was stopped; raise the cap to convert this model")
+
+    # --- stage 1: ifcopenshell, forked from the zygote -----------------------------------------------------------
+
+    def ifcopenshell_stage(self, ifc_path: Path) -> None:
+        zygote = zygote_for(self.limits)
+        with zygote.lock:
+            if not zygote.alive:
+                zygote.start()
+                self.deadline = time.monotonic() + self.timeout_seconds  # starting it is not the conversion's time
+            with Descriptors() as sent:
+                go_read, go_write = sent.pipe()
+                progress_read, progress_write = os.pipe()
+                stderr_read, stderr_write = os.pipe()
+                output = StageOutput(os.fdopen(progress_read, "rb"), os.fdopen(stderr_read, "rb"))
+                fds = {"go": go_read, "progress": sent.add(progress_write), "stderr": sent.add(stderr_write),
+                       "ifc": sent.add(self.read(ifc_path)), "metadata": sent.add(self.create(METADATA_FILE)),
+                       "values": sent.add(self.create(ELEMENT_VALUES_FILE)), "geometry": sent.add(self.create(GEOMETRY_FILE))}
+                job = {"threads": self.limits.threads, **({} if self.cgroup else {"memory_bytes": self.limits.memory_bytes})}
+                try:
+                    _, host_pid = zygote.fork(job, fds, self.deadline)
+                except TimeoutError:
+                    zygote.stop()
+                    raise _time_limit(self.timeout_seconds) from None
+                except ConversionUnavailable:
+                    zygote.stop()
+                    raise
+                finally:
+                    sent.close_all(keep=go_write)  # the child has its own copies now
+                try:
+                    if self.cgroup is not None:
+                        self.cgroup.join(host_pid)  # before the child reads a byte of the IFC
+                except OSError as exc:
+                    sent.close_all()  # no go: the child ends without reading anything
+                    try:
+                        zygote.expect("exited", time.monotonic() + STOP_SECONDS)
+                    except (TimeoutError, ConversionUnavailable):
+                        zygote.stop()
+                    output.drain()
+                    raise ConversionFailed(f"conversion refused: isolation unavailable: cannot move the conversion into its cgroup ({exc})") from None
+                os.write(go_write, GO)
+            code = self._finish_child(zygote, host_pid, output)
         if code != 0:
-            tail = self.stderr_tail.decode("utf-8", "replace").strip() or f"{self.name} exited with code {code}"
-            if code < 0:
-                tail += f"\n({self.name} killed by signal {-code})"
-            raise ConversionFailed(tail[-ERROR_TAIL_BYTES:])
+            if self.killed_by_memory_cap(code):
+                raise self.memory_error("the ifcopenshell stage")
+            raise ConversionFailed(output.error("the ifcopenshell stage", code))
+
+    def _finish_child(self, zygote, host_pid: int, output: StageOutput) -> int:
+        try:
+            output.relay(self.deadline, self.relay)
+            return zygote.expect("exited", self.deadline)["status"]
+        except (queue.Empty, TimeoutError):
+            self._kill(host_pid)
+            try:  # the zygote reports the killed child; if it does not, it is restarted next time
+                zygote.expect("exited", time.monotonic() + STOP_SECONDS)
+            except (TimeoutError, ConversionUnavailable):
+                zygote.stop()
+            raise _time_limit(self.timeout_seconds) from None
+        except ConversionUnavailable as exc:  # the zygote died under the child
+            self._kill(host_pid)
+            zygote.stop()
+            raise ConversionFailed(str(exc)) from None
+        finally:
+            output.drain()
+
+    def _kill(self, host_pid: int) -> None:
+        try:
+            os.kill(host_pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+
+    # --- stage 2: node, in its own sandbox -----------------------------------------------------------------------
+
+    def node_stage(self, ifc_path: Path, node_bin: str, converter_script: Path, protected: list[Path]) -> None:
+        with Descriptors() as passed:
+            xkt = f"/proc/self/fd/{passed.add(self.create(XKT_FILE))}"
+            if self.fallback is not None:
+                source = f"/proc/self/fd/{passed.add(self.read(ifc_path))}"
+                raw_metadata = f"/proc/self/fd/{passed.add(self.create(RAW_FALLBACK_METADATA))}"
+                args = ["--source", source, "--output", xkt, "--metadata-out", raw_metadata]
+            else:
+                geometry = f"/proc/self/fd/{passed.add(self.read(self.work_dir / GEOMETRY_FILE))}"
+                metadata = f"/proc/self/fd/{passed.add(self.read(self.work_dir / METADATA_FILE))}"
+                args = ["--geometry", geometry, "--metadata", metadata, "--output", xkt]
+            command = node_command(self.limits, node_bin, converter_script, args, protected)
+            argv, chain_env = bwrap.limited(command, rlimits=self.limits.rlimits(), cgroup=self.cgroup)
+            try:
+                stage = ConfinedProcess(argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env}, pass_fds=tuple(passed.fds))
+            except OSError as exc:
+                raise ConversionFailed(f"cannot start xeokit-convert: {exc.strerror or exc}") from None
+        try:
+            code = stage.finish(self.deadline, self.relay, self.cgroup)
+        except StageTimeout:
+            raise _time_limit(self.timeout_seconds) from None
+        output = stage.output
+        if code == bwrap.CGROUP_JOIN_FAILED:
+            raise ConversionFailed("conversion refused: isolation unavailable: xeokit-convert could not join the conversion's cgroup")
+        if code != 0:
+            if self.killed_by_memory_cap(code):
+                raise self.memory_error("xeokit-convert")
+            raise ConversionFailed(output.error("xeokit-convert", code))
 
 
 def run_pipeline(
@@ -122,41 +191,37 @@ def run_pipeline(
     converter_script: Path,
     timeout_seconds: float,
     on_progress: Callable[[str, int], None],
+    limits: ConversionLimits = ConversionLimits(),
+    protected: list[Path] = (),
 ) -> PipelineResult:
-    deadline = time.monotonic() + timeout_seconds
-
-    def relay(line: str) -> None:
-        try:
-            progress = json.loads(line)
-            on_progress(progress["phase"], progress["percent"])
-        except (ValueError, KeyError, TypeError):
-            pass
-
-    def run_stage(command: list[str], name: str, setting: str = "") -> None:
-        stage = _Child(command, name, setting)
-        try:
-            stage.finish(deadline, relay, timeout_seconds)
-        finally:
-            stage.stop()
-
+    """Converts ifc_path into out_dir (model.xkt, metadata.json, element-values.json unless the fallback ran).
+    `protected`: paths the conversion must never see (configuration file, data directory)."""
+    conversion = _Conversion(out_dir, limits, time.monotonic() + timeout_seconds, timeout_seconds, on_progress)
     try:
-        run_stage([sys.executable, "-m", "models_app.conversion.pipeline", "--ifc", str(ifc_path), "--out", str(out_dir)], "ifcopenshell")
-        metadata, xkt, raw = out_dir / METADATA_FILE, out_dir / XKT_FILE, out_dir / "fallback-metadata.json"
-        fallback = (out_dir / FALLBACK_FILE).exists()
-        if fallback:
+        conversion.cgroup = limits.run_cgroup()
+    except IsolationUnavailable as exc:
+        return PipelineResult(False, f"conversion refused: {exc}")
+    try:
+        conversion.ifcopenshell_stage(ifc_path)
+        if conversion.fallback is not None:
             on_progress("fallback", 10)
-            converter_args = ["--source", str(ifc_path), "--output", str(xkt), "--metadata-out", str(raw)]
-        elif (out_dir / GLB_FILE).exists():
-            on_progress("xkt", 88)
-            converter_args = ["--source", str(out_dir / GLB_FILE), "--metadata", str(metadata), "--output", str(xkt)]
+            for name in (METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE):
+                (out_dir / name).unlink(missing_ok=True)
         else:
-            on_progress("xkt", 88)
-            converter_args = ["--empty", "--metadata", str(metadata), "--output", str(xkt)]
-        run_stage([node_bin, "--optimize-for-size", str(converter_script), "--parent-pid", str(os.getpid()), *converter_args], "xeokit-convert", "nodeBin")
-        if fallback:
-            write_json(metadata, normalise_fallback_metadata(json.loads(raw.read_text(encoding="utf-8"))))
-    except ConversionFailed as exc:
-        return PipelineResult(False, str(exc))
+            on_progress("xkt", 85)
+        conversion.node_stage(ifc_path, node_bin, converter_script, list(protected))
+        if conversion.fallback is not None:
+            raw = out_dir / RAW_FALLBACK_METADATA
+            with open(out_dir / METADATA_FILE, "w", encoding="utf-8") as handle:
+                json.dump(normalise_fallback_metadata(json.loads(raw.read_text(encoding="utf-8"))), handle, ensure_ascii=False, separators=(",", ":"))
+            raw.unlink()
+        else:
+            (out_dir / GEOMETRY_FILE).unlink()
+    except (ConversionFailed, ConversionUnavailable) as exc:
+        return PipelineResult(False, str(exc)[-ERROR_TAIL_BYTES:])
+    finally:
+        if conversion.cgroup is not None:
+            conversion.cgroup.remove()
     on_progress("done", 100)
     missing = [p.name for p in (out_dir / XKT_FILE, out_dir / METADATA_FILE) if not p.is_file()]
     if missing:
@@ -165,24 +230,52 @@ def run_pipeline(
 
 
 def main(argv=None) -> int:
-    """Standalone conversion (operators, benchmarks): python -m models_app.conversion.runner --ifc F --out DIR"""
+    """Standalone conversions (operators, benchmarks) in one process, so the zygote is warm after the first:
+    python -m models_app.conversion.runner --ifc F --out DIR [--ifc F2 --out DIR2 ...]
+    python -m models_app.conversion.runner --serve   (one "IFC<TAB>OUT" per stdin line; JSON events on stdout)"""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--ifc", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--ifc", type=Path, action="append", default=[])
+    parser.add_argument("--out", type=Path, action="append", default=[])
+    parser.add_argument("--serve", action="store_true")
     parser.add_argument("--node", default="node")
     parser.add_argument("--converter", type=Path, default=SHIPPED_CONVERTER)
     parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--memory-mb", type=int, default=ConversionLimits.memory_mb)
+    parser.add_argument("--allow-no-cgroup", action="store_true")
     args = parser.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    result = run_pipeline(
-        args.ifc.resolve(), args.out.resolve(), node_bin=args.node, converter_script=args.converter.resolve(),
-        timeout_seconds=args.timeout, on_progress=lambda phase, percent: print(f"{phase} {percent}%", flush=True),
-    )
-    if not result.ok:
-        print(result.error, file=sys.stderr)
-    return 0 if result.ok else 1
+    limits = ConversionLimits(memory_mb=args.memory_mb, allow_no_cgroup=args.allow_no_cgroup)
+    started = time.monotonic()
+    zygote_for(limits).start()
+
+    def event(**fields) -> None:
+        if args.serve:
+            print(json.dumps(fields), flush=True)
+
+    event(ready=round(time.monotonic() - started, 3))
+    jobs = (line.rstrip("\n").split("\t") for line in sys.stdin) if args.serve else zip(args.ifc, args.out)
+    failures = 0
+    for ifc, out in jobs:
+        ifc, out = Path(ifc).resolve(), Path(out).resolve()
+        out.mkdir(parents=True, exist_ok=True)
+        for name in (XKT_FILE, METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, RAW_FALLBACK_METADATA):
+            (out / name).unlink(missing_ok=True)  # the outputs are created exclusively
+        started = time.monotonic()
+
+        def progress(phase: str, percent: int) -> None:
+            if args.serve:
+                event(phase=phase, percent=percent, seconds=round(time.monotonic() - started, 3))
+            else:
+                print(f"{phase} {percent}%", flush=True)
+
+        result = run_pipeline(ifc, out, node_bin=args.node, converter_script=args.converter.resolve(),
+                              timeout_seconds=args.timeout, limits=limits, on_progress=progress)
+        event(end=str(ifc), ok=result.ok, error=result.error, seconds=round(time.monotonic() - started, 3))
+        if not result.ok:
+            failures += 1
+            print(result.error, file=sys.stderr)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

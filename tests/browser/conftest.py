@@ -66,3 +66,98 @@ def page(browser, request):
     yield wrapped
     context.close()
     assert wrapped.errors == [], wrapped.errors
+
+
+# --- helpers shared by the browser tests ------------------------------------------------------------------------
+
+# fraction of pixels of two same-sized PNGs (data URLs) whose colour differs by more than 30 (sum of |dr|+|dg|+|db|)
+CHANGED_FRACTION_JS = """async ([a, b]) => {
+  const load = async (src) => { const image = new Image(); image.src = src; await image.decode(); return image; };
+  const [first, second] = [await load(a), await load(b)];
+  const read = (image) => { const c = document.createElement("canvas"); c.width = image.width; c.height = image.height;
+    const x = c.getContext("2d"); x.drawImage(image, 0, 0); return x.getImageData(0, 0, c.width, c.height).data; };
+  const [p, q] = [read(first), read(second)];
+  let changed = 0;
+  for (let i = 0; i < p.length; i += 4) if (Math.abs(p[i] - q[i]) + Math.abs(p[i + 1] - q[i + 1]) + Math.abs(p[i + 2] - q[i + 2]) > 30) changed++;
+  return changed / (p.length / 4);
+}"""
+
+# [r, g, b] averaged over a 3x3 square of a PNG (data URL) around (x, y)
+PIXEL_JS = """async ([src, x, y]) => {
+  const image = new Image(); image.src = src; await image.decode();
+  const c = document.createElement("canvas"); c.width = image.width; c.height = image.height;
+  const context = c.getContext("2d"); context.drawImage(image, 0, 0);
+  const d = context.getImageData(Math.round(x) - 1, Math.round(y) - 1, 3, 3).data;
+  const sum = [0, 0, 0];
+  for (let i = 0; i < d.length; i += 4) { sum[0] += d[i]; sum[1] += d[i + 1]; sum[2] += d[i + 2]; }
+  return sum.map((v) => v / 9);
+}"""
+
+
+def data_url(png: bytes) -> str:
+    import base64
+
+    return "data:image/png;base64," + base64.b64encode(png).decode()
+
+
+def canvas_png(page) -> bytes:
+    """The 3D canvas as the user sees it, after the next frames are drawn."""
+    page.wait_for_timeout(400)
+    return page.locator("[data-testid=canvas]").screenshot()
+
+
+def changed_fraction(page, before: bytes, after: bytes) -> float:
+    return page.evaluate(CHANGED_FRACTION_JS, [data_url(before), data_url(after)])
+
+
+def pixel(page, png: bytes, x: float, y: float) -> list[float]:
+    return page.evaluate(PIXEL_JS, [data_url(png), x, y])
+
+
+def screen_position(page, guid):
+    """Canvas position of an element's centre, or None when another element is in front of it there."""
+    return page.evaluate("""(guid) => {
+      const viewer = viewerApp.view3d.viewer;
+      const object = viewer.scene.objects[guid];
+      if (!object) return null; // no geometry (a storey)
+      const aabb = object.aabb;
+      const centre = [(aabb[0] + aabb[3]) / 2, (aabb[1] + aabb[4]) / 2, (aabb[2] + aabb[5]) / 2];
+      const [x, y] = viewer.camera.projectWorldPos(centre);
+      const hit = viewer.scene.pick({ canvasPos: [x, y] });
+      return hit && hit.entity && hit.entity.id === guid ? [x, y] : null;
+    }""", guid)
+
+
+def wait_model_open(page):
+    page.wait_for_function("document.querySelector('[data-testid=stage-state]').hidden", timeout=120_000)
+
+
+def new_project(stack, title):
+    created = stack.api("POST", "/api/v1/chat/projects", json={"title": title, "kind": "ifc"}).json()["data"]
+    model_id = created["models"][0]
+    assert stack.wait_model(model_id)["status"] == "ready"
+    return model_id
+
+
+def open_tab(page, stack, model_id, tab):
+    page.goto(f"{stack.url}/#model={model_id}")
+    wait_model_open(page)
+    page.click(f"[data-tab={tab}]")
+
+
+def upload_ready(stack, path, name=None) -> str:
+    with open(path, "rb") as handle:
+        model = stack.api("POST", "/api/v1/models", files={"file": (name or path.name, handle)}).json()["data"]
+    assert stack.wait_model(model["id"])["status"] == "ready"
+    return model["id"]
+
+
+def manage_shell(stack, code: str) -> str:
+    """Runs Python in the stack's Django environment (its database), e.g. to write frames into a session's event log
+    the way the chat app does."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT, env=stack.env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -73,6 +73,14 @@ def test_review_an_uploaded_model(page, web_stack):
     page.click("[data-tab=issues]")
     page.fill("[data-testid=issue-title]", "Check the fire rating")
     page.fill("[data-testid=issue-comment]", "EI60 needed here")
+    # picking again (nothing, then the same element) must not redraw the half-typed issue
+    box = page.locator("[data-testid=canvas]").bounding_box()
+    page.mouse.click(box["x"] + 5, box["y"] + box["height"] - 5)
+    page.locator("[data-testid=issue-heading]", has_text="pick an element first").wait_for()
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.locator("[data-testid=issue-heading]", has_text=picked).wait_for()
+    assert page.locator("[data-testid=issue-title]").input_value() == "Check the fire rating"
+    assert page.locator("[data-testid=issue-comment]").input_value() == "EI60 needed here"
     page.click("[data-testid=create-issue]")
     page.locator("[data-testid=issue-item]").first.wait_for()
     issue = web_stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"][0]
@@ -84,9 +92,26 @@ def test_review_an_uploaded_model(page, web_stack):
     page.select_option("[data-testid=issue-status]", "checking")
     page.wait_for_timeout(500)
     assert web_stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"][0]["status"] == "checking"
-    page.select_option("[data-testid=issue-filter]", "resolved")
+    # status and text are answered by the API's filters: wait for the count the answer draws
+    page.select_option("[data-testid=issue-filter-status]", "resolved")
+    page.locator("[data-testid=issue-count]", has_text="0 of 1 issues").wait_for()
     assert page.locator("[data-testid=issue-item]").count() == 0
-    page.select_option("[data-testid=issue-filter]", "")
+    page.select_option("[data-testid=issue-filter-status]", "")
+    page.select_option("[data-testid=issue-filter-source]", "UI")
+    page.locator("[data-testid=issue-count]", has_text="1 of 1 issues").wait_for()
+    assert page.locator("[data-testid=issue-item]").count() == 1
+    page.fill("[data-testid=issue-search]", "no such words")
+    page.locator("[data-testid=issue-count]", has_text="0 of 1 issues").wait_for()
+    assert page.locator("[data-testid=issue-item]").count() == 0
+    page.fill("[data-testid=issue-search]", "ei60")  # the comment, any case
+    page.locator("[data-testid=issue-count]", has_text="1 of 1 issues").wait_for()
+    assert page.locator("[data-testid=issue-item]").count() == 1
+    page.click("[data-testid=issue-open]")
+    detail = page.locator("[data-testid=issue-detail]")
+    assert detail.locator("h3").inner_text() == "Check the fire rating"
+    assert detail.locator("[data-testid=issue-screenshot]").evaluate("(image) => image.complete && image.naturalWidth") > 300
+    page.shot("issue-detail")
+    page.click("[data-testid=issue-back]")
     page.click("[data-testid=fly-to]")
     page.shot("fly-to")
 
@@ -96,7 +121,7 @@ def test_review_an_uploaded_model(page, web_stack):
     assert download.value.suggested_filename == f"{model_id}-issues.bcfzip"
     assert web_stack.api("DELETE", f"/api/v1/models/{model_id}/issues/{issue['id']}").json()["code"] == 0
     page.set_input_files("[data-testid=bcf-import]", str(archive))
-    page.locator(".toast", has_text="Imported 1 issue(s), skipped 0").wait_for()
+    page.locator(".toast", has_text="Imported 1 issue(s), updated 0, skipped 0").wait_for()
     page.locator("[data-testid=issue-item]", has_text="Check the fire rating").wait_for()
     (restored,) = web_stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"]
     assert (restored["title"], restored["entityId"], restored["status"], restored["camera"]) == (issue["title"], issue["entityId"], "checking", issue["camera"])
@@ -112,9 +137,11 @@ def test_edit_params_save_compare_and_chat(page, web_stack):
     page.shot("project")
 
     page.click("[data-tab=script]")
+    page.click(".raw-json > summary")
     params_box = page.locator("[data-testid=params]")
     params = json.loads(params_box.input_value())
     params_box.fill(json.dumps({**params, "storeys": 2}, indent=2))
+    assert page.locator("[data-testid=param-storeys]").input_value() == "2"  # the form follows the raw JSON
     page.click("[data-testid=stage-params]")
     page.locator("[data-testid=script-state]", has_text="Staged").wait_for()
     page.locator("[data-testid=staging-diff]", has_text='"storeys": 2').wait_for()
@@ -137,13 +164,20 @@ def test_edit_params_save_compare_and_chat(page, web_stack):
     page.click("[data-tab=chat]")
     page.fill("[data-testid=chat-input]", "Which fire rating do the walls have?")
     page.click("[data-testid=send]")
+    # the offline walkthrough: session_info, get_params, set_params, run_script, then save_version asks for permission
     page.locator("[data-testid=tool-card][data-tool=session_info]").wait_for(timeout=30_000)
-    page.locator("[data-testid=question]").wait_for(timeout=30_000)
+    page.locator("[data-testid=tool-card][data-tool=run_script]").wait_for(timeout=120_000)
+    card = page.locator("[data-testid=permission-card]")
+    card.wait_for(timeout=60_000)
+    assert "save_version" in card.inner_text()
     page.shot("question")
-    page.locator("[data-testid=answer-option]", has_text="Yes").click()
-    page.locator("[data-testid=message-assistant]", has_text="Noted: Yes").wait_for(timeout=30_000)
+    card.locator("[data-testid=permission-once]").click()
+    page.locator("[data-testid=message-assistant]", has_text="That was the whole loop").wait_for(timeout=120_000)
     page.locator("[data-testid=turn-state]", has_text="idle").wait_for()
-    assert page.locator("[data-testid=question]").count() == 0
+    assert page.locator("[data-testid=permission-card]").count() == 0
+    model_id = model_item(page, "Browser house.ifc").get_attribute("data-model-id")
+    versions = web_stack.api("GET", f"/api/v1/models/{model_id}/edit/versions").json()["data"]["versions"]
+    assert [v["version"] for v in versions] == ["v1", "v2", "v3"]  # the walkthrough's change, saved once allowed
     page.shot("answered")
 
 
@@ -167,6 +201,13 @@ def test_a_token_is_asked_for_and_a_failed_conversion_can_be_retried(page, tmp_p
         guarded.stop()
 
 
+def allow_once(page) -> None:
+    card = page.locator("[data-testid=permission-card]")
+    card.wait_for(timeout=60_000)
+    card.locator("[data-testid=permission-once]").click()
+    page.wait_for_function("document.querySelectorAll('[data-testid=permission-card]').length === 0")
+
+
 def test_a_cad_project_is_drawn_by_the_agent_and_shown_in_2d(page, tmp_path):
     """New CAD project -> its chat -> the agent (fake OpenAI server) runs init_model -> the drawing opens as SVG from
     render.json; an element is picked by its key; a PARAMS change through the agent redraws it."""
@@ -183,6 +224,7 @@ def test_a_cad_project_is_drawn_by_the_agent_and_shown_in_2d(page, tmp_path):
         fake.script(Reply().tool("init_model", {"title": "Flat"}), Reply().text("The drawing is ready."))
         page.fill("[data-testid=chat-input]", "Draw a flat")
         page.click("[data-testid=send]")
+        allow_once(page)  # init_model creates a model: the user is asked
         drawing = page.locator("[data-testid=drawing]")
         drawing.locator("[data-key=wall-south]").wait_for(state="attached", timeout=60_000)  # a horizontal line has no height: never "visible"
         assert drawing.is_visible()
@@ -199,6 +241,7 @@ def test_a_cad_project_is_drawn_by_the_agent_and_shown_in_2d(page, tmp_path):
                     Reply().tool("save_version", {"note": "longer"}), Reply().text("Longer now."))
         page.fill("[data-testid=chat-input]", "Make it 12 m long")
         page.click("[data-testid=send]")
+        allow_once(page)  # save_version
         page.wait_for_function("document.querySelector('[data-key=wall-south]') && document.querySelector('[data-key=wall-south]').getAttribute('x2') === '12'", timeout=60_000)
         page.shot("redrawn")
     finally:

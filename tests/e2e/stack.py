@@ -67,8 +67,11 @@ class Stack:
         self.processes[name] = process
         return process
 
-    def start(self) -> "Stack":
+    def migrate(self) -> None:
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=self.env, check=True)
+
+    def start(self) -> "Stack":
+        self.migrate()
         self.start_gateway()
         self.start_workers()
         self.start_edit_service()

@@ -1,7 +1,9 @@
 """BCF exchange over HTTP on the real processes: issues pinned to real elements of a real sample travel from one
 model to another through a .bcfzip."""
 
+import io
 import json
+import zipfile
 
 import pytest
 
@@ -42,3 +44,35 @@ def test_issues_travel_between_models_through_bcf(stack):
     not_bcf = stack.api("POST", f"/api/v1/models/{target}/issues/bcf", files={"file": ("x.bcfzip", b"not a zip")}).json()
     assert not_bcf["code"] == 40001 and "not a zip" in not_bcf["message"]
     assert len(stack.api("GET", f"/api/v1/models/{target}/issues").json()["data"]) == 1
+
+
+def test_an_official_test_case_on_its_own_model_over_http(stack):
+    """buildingSMART's component_selection case on its converted Architectural.ifc: complete viewpoint, element names
+    from the real conversion, snapshot served, a comment added over HTTP travels in the schema-valid export, and the
+    same export imported again is recognised."""
+    from tests.issues import bcf_xml
+
+    bcf_xml.require_testcases()
+    model_id = upload(stack, bcf_xml.TESTCASES_DIR / "Architectural.ifc")
+    original = (bcf_xml.TESTCASES_DIR / "component_selection.bcf").read_bytes()
+    report = stack.api("POST", f"/api/v1/models/{model_id}/issues/bcf", files={"file": ("case.bcf", original)}).json()
+    assert report["code"] == 0 and len(report["data"]["imported"]) == 1, report
+    (issue,) = stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"]
+    (viewpoint,) = issue["viewpoints"]
+    assert [c["ifc_guid"] for c in viewpoint["components"]["selection"]] == ["0KkZ20so9BsO1d1hFcfLOl", "1XbKhGD91DvhOpYZbhzGTI", "3D9pjHJ0HCnggyepvsht8s"]
+    assert issue["entityId"] == "0KkZ20so9BsO1d1hFcfLOl" and issue["entityType"].startswith("Ifc") and issue["entityName"]
+    snapshot = stack.api("GET", viewpoint["snapshot"]["snapshot_url"])
+    assert snapshot.status_code == 200 and snapshot.content[:8] == b"\x89PNG\r\n\x1a\n"
+
+    exported = stack.api("GET", f"/api/v1/models/{model_id}/issues.bcfzip").content
+    assert bcf_xml.schema_errors(exported) == {} and bcf_xml.topics(exported) == bcf_xml.topics(original)
+    comments_url = f"/api/v1/models/{model_id}/issues/{issue['id']}/comments"
+    added = stack.api("POST", comments_url, json={"text": "Checked on site", "author": "anna", "viewpointGuid": viewpoint["guid"]}).json()
+    assert added["code"] == 0, added
+    bad = stack.api("POST", comments_url, json={"text": "x", "viewpointGuid": "00000000-0000-4000-8000-000000000000"}).json()
+    assert bad["code"] == 40001
+    with_comment = stack.api("GET", f"/api/v1/models/{model_id}/issues.bcfzip").content
+    assert bcf_xml.schema_errors(with_comment) == {}
+    assert b"Checked on site" in zipfile.ZipFile(io.BytesIO(with_comment)).read(f"{issue['topicGuid']}/markup.bcf")
+    again = stack.api("POST", f"/api/v1/models/{model_id}/issues/bcf", files={"file": ("again.bcfzip", with_comment)}).json()["data"]
+    assert again["imported"] == again["updated"] == [] and again["skipped"][0]["reason"] == f"already imported as issue {issue['id']}"

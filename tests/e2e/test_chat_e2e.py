@@ -1,4 +1,5 @@
-"""Chat projects, sessions and the live event stream, on the real processes, driven by the offline model."""
+"""Chat projects, sessions and the live event stream, on the real processes, driven by the offline walkthrough (in a
+cad project it first asks for permission to create the drawing; a session without a model just reads itself)."""
 
 import time
 
@@ -10,7 +11,7 @@ from tests.sse import SSEStream
 
 pytestmark = pytest.mark.e2e
 
-QUESTION = "Which fire rating should the walls have?"
+QUESTION = "Draw me a room"
 
 
 def ok(response):
@@ -29,6 +30,11 @@ def chat_stack(tmp_path_factory):
 def new_session(stack, kind="cad"):
     project = ok(stack.api("POST", "/api/v1/chat/projects", json={"kind": kind}))
     return project, ok(stack.api("POST", "/api/v1/chat/sessions", json={"projectId": project["projectId"], "title": "t"}))
+
+
+def lone_session(stack):
+    """A session without project or model: the walkthrough reads the session and ends, asking nothing."""
+    return ok(stack.api("POST", "/api/v1/chat/sessions", json={"title": "alone", "modelId": ""}))
 
 
 def stream(stack, cid, last_event_id=None, url=None) -> SSEStream:
@@ -77,11 +83,13 @@ def test_legacy_sessions_one_per_model_and_none_without_a_model(chat_stack):
     assert of_project["projectId"] == project["projectId"]  # a project's model talks in the project's session
     unbound = ok(chat_stack.api("POST", "/api/v1/chat/sessions", json={"title": "free", "modelId": ""}))
     assert unbound["modelId"] == "" and unbound["chatSessionId"] != first["chatSessionId"]
+    for unknown in ("m_ffffffffffffffff", "not-a-model-id"):  # like an unknown project: 40001, the spec's 400
+        refused = chat_stack.api("POST", "/api/v1/chat/sessions", json={"title": "x", "modelId": unknown})
+        assert (refused.status_code, refused.json()["code"]) == (400, 40001)
 
 
 def test_a_message_streams_its_turn_in_order_ending_idle(chat_stack):
-    _, session = new_session(chat_stack)
-    cid = session["chatSessionId"]
+    cid = lone_session(chat_stack)["chatSessionId"]
     sse = stream(chat_stack, cid)
     try:
         assert sse.response_headers["Content-Type"].startswith("text/event-stream")
@@ -97,7 +105,7 @@ def test_a_message_streams_its_turn_in_order_ending_idle(chat_stack):
         assert names[:2] == ["session.status", "message"] and turn[0].data["status"] == "busy"
         assert names[-2:] == ["session.status", "session.idle"] and turn[-2].data["status"] == "idle" and turn[-1].data == {}
         tool_states = [f.data["part"]["state"]["status"] for f in turn if f.event == "message.part.updated" and f.data["part"]["type"] == "tool"]
-        assert tool_states == ["pending", "running", "completed"]
+        assert tool_states == ["pending", "pending", "running", "completed"]  # the second pending one carries the complete arguments
         deltas = [f for f in turn if f.event == "message.part.delta"]
         text_parts = {f.data["part"]["id"]: f.data["part"] for f in turn if f.event == "message.part.updated" and f.data["part"]["type"] == "text"}
         for part_id, part in text_parts.items():
@@ -116,8 +124,13 @@ def test_a_message_streams_its_turn_in_order_ending_idle(chat_stack):
 
 
 def test_reconnect_with_last_event_id_replays_exactly_the_missed_frames(chat_stack):
-    _, session = new_session(chat_stack)
-    cid = session["chatSessionId"]
+    cid = lone_session(chat_stack)["chatSessionId"]
+    from_the_start = stream(chat_stack, cid, last_event_id=0)
+    try:
+        creating = from_the_start.wait_event("session.creating")
+        assert creating.id == 1 and creating.data == {"sessionID": cid, "projectId": "", "modelId": ""}
+    finally:
+        from_the_start.close()
     watcher = stream(chat_stack, cid)
     first = stream(chat_stack, cid)
     try:
@@ -137,7 +150,7 @@ def test_reconnect_with_last_event_id_replays_exactly_the_missed_frames(chat_sta
         ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "once more"}))
         head = watcher.wait_event("session.idle", after=end.id).id
         assert head > 64 + 1
-        for stale_id in (1, head + 100, "garbage"):
+        for stale_id in (1, head + 100, "garbage", "9" * 5000, "-1", "1" * 40):
             snapshot = stream(chat_stack, cid, last_event_id=stale_id)
             try:
                 status = snapshot.wait_event("session.status")
@@ -152,14 +165,15 @@ def test_reconnect_with_last_event_id_replays_exactly_the_missed_frames(chat_sta
         watcher.close()
 
 
-def test_a_question_is_answered_and_the_turn_resumes(chat_stack):
+def test_a_permission_request_is_answered_and_the_turn_resumes(chat_stack):
     _, session = new_session(chat_stack)
     cid = session["chatSessionId"]
     sse = stream(chat_stack, cid)
     try:
         ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": QUESTION}))
         ask = sse.wait_event("question.ask")
-        assert ask.data["interruptId"].startswith("que_") and ask.data["question"] and ask.data["options"]
+        assert ask.data["interruptId"].startswith("que_") and ask.data["kind"] == "permission"
+        assert ask.data["permission"] == {"tool": "init_model", "input": {}} and [o["label"] for o in ask.data["options"]] == ["once", "always", "reject"]
         time.sleep(0.5)
         assert not [f for f in sse.frames if f.event == "session.idle"]  # the turn waits, busy
         # a reload meanwhile shows the pending question again
@@ -169,24 +183,26 @@ def test_a_question_is_answered_and_the_turn_resumes(chat_stack):
             assert [f.data["status"] for f in reloaded.frames if f.event == "session.status"] == ["busy"]
         finally:
             reloaded.close()
-        wrong = chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json={"interruptId": "que_000000000000", "answer": "Yes"})
+        wrong = chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json={"interruptId": "que_000000000000", "answer": "once"})
         assert (wrong.status_code, wrong.json()["code"]) == (404, 40400)
-        answer = {"interruptId": ask.data["interruptId"], "answer": "Yes"}
+        unclear = chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json={"interruptId": ask.data["interruptId"], "answer": "sure"})
+        assert (unclear.status_code, unclear.json()["code"]) == (400, 40001)
+        answer = {"interruptId": ask.data["interruptId"], "answer": "reject: not now"}
         assert ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json=answer)) == {"accepted": True}
         assert ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json=answer)) == {"accepted": True}  # idempotent
         sse.wait_event("session.idle", after=ask.id)
-        tool = next(f.data["part"] for f in reversed(sse.frames) if f.event == "message.part.updated" and f.data["part"].get("tool") == "ask_user")
-        assert tool["state"]["status"] == "completed" and tool["state"]["metadata"] == {"answers": ["Yes"]}
+        tool = next(f.data["part"] for f in reversed(sse.frames) if f.event == "message.part.updated" and f.data["part"].get("tool") == "init_model")
+        assert tool["state"]["status"] == "error" and tool["state"]["error"] == "The user rejected this call: not now"
         final_text = next(f.data["part"]["text"] for f in reversed(sse.frames) if f.event == "message.part.updated" and f.data["part"]["type"] == "text")
-        assert final_text == "Noted: Yes"
-        other = chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json={**answer, "answer": "No"})
+        assert "not now" in final_text
+        other = chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json={**answer, "answer": "once"})
         assert other.json()["code"] == 40400  # already answered
     finally:
         sse.close()
 
 
 def test_abort_ends_the_turn_within_a_second(tmp_path):
-    slow = Stack(tmp_path, workers=1, env={"VIEWER_OFFLINE_PIECE_SECONDS": "0.5"}).start()
+    slow = Stack(tmp_path, workers=1, env={"VIEWER_OFFLINE_PIECE_SECONDS": "0.2"}).start()
     try:
         _, session = new_session(slow)
         cid = session["chatSessionId"]
@@ -202,12 +218,12 @@ def test_abort_ends_the_turn_within_a_second(tmp_path):
             assistant = next(f.data["info"] for f in reversed(before_idle) if f.event == "message.updated")
             assert assistant["error"]["name"] == "MessageAbortedError" and assistant["time"]["completed"]
             assert ok(slow.api("POST", f"/api/v1/chat/sessions/{cid}/abort")) == {"aborted": False}
-            # a question waiting for its answer is rejected by an abort
-            ok(slow.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "why?"}))
+            # a permission request waiting for its answer is rejected by an abort
+            ok(slow.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "draw"}))
             ask = sse.wait_event("question.ask", timeout=60)
             assert ok(slow.api("POST", f"/api/v1/chat/sessions/{cid}/abort")) == {"aborted": True}
             sse.wait_event("session.idle", after=ask.id, timeout=5)
-            late = slow.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json={"interruptId": ask.data["interruptId"], "answer": "Yes"})
+            late = slow.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json={"interruptId": ask.data["interruptId"], "answer": "once"})
             assert late.json()["code"] == 40400
         finally:
             sse.close()
@@ -226,7 +242,7 @@ def test_two_gateway_processes_share_sessions_over_redis(tmp_path):
             ok(redis_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": QUESTION}))
             ask = sse.wait_event("question.ask", timeout=60)
             # the answer goes to the other process, which resumes the turn
-            ok(requests.post(f"{other_url}/api/v1/chat/sessions/{cid}/answer", json={"interruptId": ask.data["interruptId"], "answer": "No"}, timeout=30))
+            ok(requests.post(f"{other_url}/api/v1/chat/sessions/{cid}/answer", json={"interruptId": ask.data["interruptId"], "answer": "reject"}, timeout=30))
             sse.wait_event("session.idle", after=ask.id, timeout=60)
             ids = [f.id for f in sse.frames if f.id]
             assert ids == sorted(ids) and len(ids) == len(set(ids))
@@ -236,13 +252,54 @@ def test_two_gateway_processes_share_sessions_over_redis(tmp_path):
         redis_stack.stop()
 
 
+def answer_when_asked(stack, cid, sse, after, answer="once"):
+    ask = sse.wait_event("question.ask", after=after, timeout=180)
+    ok(stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json={"interruptId": ask.data["interruptId"], "answer": answer}))
+    return ask
+
+
+def test_the_offline_walkthrough_shows_the_whole_loop(chat_stack):
+    project, session = new_session(chat_stack, kind="ifc")
+    cid, model_id = session["chatSessionId"], project["models"][0]
+    chat_stack.wait_model(model_id)
+    sse = stream(chat_stack, cid)
+    try:
+        ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "show me"}))
+        ask = answer_when_asked(chat_stack, cid, sse, None)
+        assert ask.data["permission"]["tool"] == "save_version"
+        staged = sse.wait_event("viewer.staged")
+        assert staged.data["modelId"] == model_id and staged.data["semanticDiff"]["added"] > 0  # one more storey
+        sse.wait_event("session.idle", after=ask.id, timeout=180)
+        assert sse.wait_event("viewer.committed").data["version"] == "v2"
+        tools = [f.data["part"]["tool"] for f in sse.frames if f.event == "message.part.updated" and f.data["part"].get("state", {}).get("status") == "completed"]
+        assert tools == ["session_info", "get_params", "set_params", "run_script", "save_version"]
+        assert ok(chat_stack.api("GET", f"/api/v1/models/{model_id}/script/params"))["storeys"] == 2
+    finally:
+        sse.close()
+    # a cad project: the walkthrough first creates the drawing (asking for permission), then the same loop
+    project, session = new_session(chat_stack, kind="cad")
+    cid = session["chatSessionId"]
+    sse = stream(chat_stack, cid)
+    try:
+        ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "show me"}))
+        first = answer_when_asked(chat_stack, cid, sse, None)
+        assert first.data["permission"]["tool"] == "init_model"
+        created = sse.wait_event("model.created", timeout=120)
+        second = answer_when_asked(chat_stack, cid, sse, first.id)
+        assert second.data["permission"]["tool"] == "save_version"
+        sse.wait_event("session.idle", after=second.id, timeout=180)
+        assert sse.wait_event("viewer.committed").data == {"sessionID": cid, "modelId": created.data["modelId"], "kind": "dxf", "version": "v2"}
+    finally:
+        sse.close()
+
+
 def test_deleting_a_project_leaves_no_file_or_row_behind(chat_stack):
     project, session = new_session(chat_stack, kind="ifc")
     cid, model_id = session["chatSessionId"], project["models"][0]
     chat_stack.wait_model(model_id)
     sse = stream(chat_stack, cid)
     ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "hello"}))
-    sse.wait_event("session.idle")
+    sse.wait_event("question.ask", timeout=120)  # the walkthrough asks before saving: the project goes while it waits
     sse.close()
     ok(chat_stack.api("POST", f"/api/v1/models/{model_id}/issues", files={"issue": (None, '{"title": "t"}')}))
     assert ok(chat_stack.api("DELETE", f"/api/v1/chat/projects/{project['projectId']}")) is None
@@ -251,8 +308,8 @@ def test_deleting_a_project_leaves_no_file_or_row_behind(chat_stack):
     assert chat_stack.api("GET", f"/api/v1/chat/sessions/{cid}/messages").json()["code"] == 40400
     assert cid not in [s["chatSessionId"] for s in ok(chat_stack.api("GET", "/api/v1/chat/sessions"))]
     rows = chat_stack.count_rows({"chat_app_sessionevent": f"session_id = '{cid}'", "chat_app_message": f"session_id = '{cid}'",
-                                         "issues_app_issue": f"model_id = '{model_id}'", "chat_app_project": f"id = '{project['projectId']}'"})
-    assert rows == {"chat_app_sessionevent": 0, "chat_app_message": 0, "issues_app_issue": 0, "chat_app_project": 0}
+                                         "issues_app_issue": f"model_id = '{model_id}'", "models_app_project": f"id = '{project['projectId']}'"})
+    assert rows == {"chat_app_sessionevent": 0, "chat_app_message": 0, "issues_app_issue": 0, "models_app_project": 0}
     assert chat_stack.api("DELETE", f"/api/v1/chat/projects/{project['projectId']}").json()["code"] == 40400
 
 
@@ -262,8 +319,8 @@ def test_deleting_a_model_removes_it_from_its_project(chat_stack):
     ok(chat_stack.api("DELETE", f"/api/v1/models/{model_id}"))
     reopened = ok(chat_stack.api("POST", "/api/v1/chat/sessions", json={"projectId": project["projectId"]}))
     assert reopened["modelId"] == ""
-    overview = chat_stack.count_rows({"chat_app_projectmodel": f"model_id = '{model_id}'"})
-    assert overview == {"chat_app_projectmodel": 0}
+    overview = chat_stack.count_rows({"models_app_projectmodel": f"model_id = '{model_id}'"})
+    assert overview == {"models_app_projectmodel": 0}
 
 
 @pytest.mark.parametrize(
@@ -274,7 +331,7 @@ def test_deleting_a_model_removes_it_from_its_project(chat_stack):
         ("POST", "/api/v1/chat/projects", [1], 400, 40001),
         ("POST", "/api/v1/chat/sessions", {"projectId": "p_0000000000000000"}, 400, 40001),
         ("POST", "/api/v1/chat/sessions", {"projectId": "../etc"}, 400, 40001),
-        ("POST", "/api/v1/chat/sessions", {"modelId": "m_0000000000000000"}, 404, 40400),
+        ("POST", "/api/v1/chat/sessions", {"modelId": "m_0000000000000000"}, 400, 40001),
         ("POST", "/api/v1/chat/sessions/c_0000000000000000/messages", {"text": "hi"}, 404, 40400),
         ("POST", "/api/v1/chat/sessions/c_xyz/messages", {"text": "hi"}, 404, 40400),
         ("GET", "/api/v1/chat/sessions/c_0000000000000000/messages", None, 404, 40400),

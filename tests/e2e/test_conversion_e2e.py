@@ -31,6 +31,20 @@ def product_guids(path) -> set[str]:
     return {guid for cls, guid in step_instances(path) if is_product(cls)}
 
 
+def _converting(process: psutil.Process) -> bool:
+    """Whether a worker is running a conversion: a child of its zygote (the ifcopenshell stage) or a converter."""
+    for child in process.children(recursive=True):
+        try:
+            line, parent = " ".join(child.cmdline()), child.parent()
+            if "convert.mjs" in line and child.name() != "bwrap":
+                return True
+            if "conversion.zygote" in line and child.name() != "bwrap" and parent.name() != "bwrap":
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
 def test_every_sample_converts_with_consistent_ids(stack):
     files = sample_files()
     assert files, "../shared/ifc-samples is missing"
@@ -88,10 +102,12 @@ def test_killed_worker_conversion_resumes_after_restart(stack):
     else:
         pytest.fail("the conversion never started")
 
+    started = [child for name, process in stack.processes.items() if name.startswith("worker")
+               for child in psutil.Process(process.pid).children(recursive=True)]
+    assert started, "the workers keep their sandboxed zygotes"
     stack.kill_workers()
-    time.sleep(0.5)
-    orphans = [p for p in psutil.process_iter(["cmdline"]) if str(stack.data_dir) in " ".join(p.info["cmdline"] or [])]
-    assert orphans == [], "the pipeline must die with its worker"
+    gone, alive = psutil.wait_procs(started, timeout=10)
+    assert alive == [], "the pipeline (zygote, forked stage, converter) must die with its worker"
     assert stack.api("GET", f"/api/v1/models/{model_id}").json()["data"]["status"] == "converting"
 
     stack.start_workers()
@@ -129,7 +145,7 @@ def test_the_surviving_worker_takes_over_a_dead_workers_conversion(stack):
     running_worker = None
     while running_worker is None and time.monotonic() < deadline:
         for name, process in stack.processes.items():
-            if name.startswith("worker") and any("models_app.conversion.pipeline" in " ".join(c.cmdline()) for c in psutil.Process(process.pid).children(recursive=True)):
+            if name.startswith("worker") and _converting(psutil.Process(process.pid)):
                 running_worker = name
         time.sleep(0.05)
     assert running_worker, "no worker started the conversion"

@@ -1,5 +1,6 @@
-"""Deliver on the real processes: the plan and the BIM supplement become a saved model version, reconverted, and
-the delivered building is recorded in one plan version; a failure writes nothing."""
+"""Deliver on the real processes: the plan and the BIM supplement become saved model versions (an ifc project's IFC
+model; a cad project's drawing; a cad->ifc project's drawing, then the IFC model that reads it), reconverted, and the
+delivered building is recorded in one plan version; a failure writes nothing."""
 
 import pytest
 
@@ -35,6 +36,7 @@ def test_deliver_builds_the_model_and_records_the_building(stack, project):
     project_id, model_id = project
     result = ok(stack.api("POST", f"/api/v1/projects/{project_id}/deliver", json={"plan": TWO_STOREYS, "bimSupplement": SUPPLEMENT}))
     assert result["version"] == "v1" and result["model"] == {"modelId": model_id, "version": "v2", "format": "ifc"}
+    assert [m["modelId"] for m in result["building"]["models"]] == [model_id]
     assert versions(stack, model_id) == ["v1", "v2"]
     assert stack.wait_model(model_id)["status"] == "ready"
     metadata = stack.api("GET", f"/v1/models/{model_id}/metadata.json").json()
@@ -67,8 +69,44 @@ def test_a_failed_build_writes_nothing(stack, project):
     ok(stack.api("PUT", f"/api/v1/models/{model_id}/script", json={"script": broken}))
     ok(stack.api("POST", f"/api/v1/models/{model_id}/script/save", json={"note": "no rooms yet"}))
     response = stack.api("POST", f"/api/v1/projects/{project_id}/deliver", json={"plan": PLAN, "bimSupplement": SUPPLEMENT})
-    assert response.json()["code"] == 40001 and "could not be built" in response.json()["message"]
+    assert response.json()["code"] == 40001 and f"the delivery could not build {model_id}" in response.json()["message"]
     assert "rooms are not supported yet" in response.json()["message"]
     assert ok(stack.api("GET", f"/api/v1/projects/{project_id}/plan_history"))["versions"] == []
     assert versions(stack, model_id) == ["v1", "v2"]
     assert ok(stack.api("GET", f"/api/v1/models/{model_id}/script"))["source"] == "version"  # staging discarded
+
+
+def deliver(stack, project_id, plan):
+    return ok(stack.api("POST", f"/api/v1/projects/{project_id}/deliver", json={"plan": plan, "bimSupplement": SUPPLEMENT}))
+
+
+def test_deliver_draws_the_drawing_of_a_cad_project(stack):
+    project_id = ok(stack.api("POST", "/api/v1/chat/projects", json={"kind": "cad", "title": "Flat"}))["projectId"]
+    result = deliver(stack, project_id, PLAN)  # a blank project: the drawing is created with the plan in it
+    drawing = result["model"]["modelId"]
+    assert result["model"] == {"modelId": drawing, "version": "v1", "format": "dxf"}
+    assert ok(stack.api("GET", f"/api/v1/projects/{project_id}/building"))["models"][0]["modelId"] == drawing
+    render = stack.api("GET", f"/v1/models/{drawing}/render.json").json()
+    keys = {e["key"] for e in render["entities"] if e["key"]}
+    assert {"room:R101", "room-label:R101", "wall-south"} <= keys
+    assert deliver(stack, project_id, PLAN)["model"]["version"] == "v1"  # nothing changed: no new version
+    assert deliver(stack, project_id, TWO_STOREYS)["model"]["version"] == "v2"
+    assert "room:R201" in {e["key"] for e in stack.api("GET", f"/v1/models/{drawing}/render.json").json()["entities"]}
+    assert versions(stack, drawing) == ["v1", "v2"]
+
+
+def test_deliver_builds_the_drawing_then_the_ifc_model_of_a_cad_to_ifc_project(stack):
+    project_id = ok(stack.api("POST", "/api/v1/chat/projects", json={"kind": "cad->ifc", "title": "House"}))["projectId"]
+    result = deliver(stack, project_id, PLAN)
+    drawing, building = (m["modelId"] for m in result["building"]["models"])
+    assert [m["format"] for m in result["building"]["models"]] == ["dxf", "ifc"] and result["model"]["modelId"] == building
+    assert ok(stack.api("GET", f"/api/v1/models/{building}/script/params"))["source"] == {"model": drawing, "version": "v1"}
+    assert stack.wait_model(building)["status"] == "ready"
+    metadata = stack.api("GET", f"/v1/models/{building}/metadata.json").json()
+    assert {o["name"] for o in metadata["metaObjects"] if o["type"] == "IfcSpace"} == {"R101"}
+    assert sum(o["type"] == "IfcWall" for o in metadata["metaObjects"]) == 4
+    fire = {row["value"] for p in metadata["propertySets"] if p["name"] == "BIM_Supplement" for row in p["properties"] if row["name"] == "FireRating"}
+    assert fire == {"F90"}
+    again = deliver(stack, project_id, TWO_STOREYS)
+    assert [(m["modelId"], m["version"]) for m in again["building"]["models"]] == [(drawing, "v2"), (building, "v2")]
+    assert ok(stack.api("GET", f"/api/v1/models/{building}/script/params"))["source"] == {"model": drawing, "version": "v2"}

@@ -307,12 +307,80 @@ def test_the_sandbox_works_with_checkout_venv_and_data_under_tmp(tmp_path):
     for part in ("engine", "sandbox"):
         subprocess.run(["cp", "-r", str(ROOT / "edit_service" / part), str(checkout / "edit_service" / part)], check=True)
     (checkout / "edit_service" / "__init__.py").touch()
+    subprocess.run(["cp", "-r", str(ROOT / "sandboxing"), str(checkout / "sandboxing")], check=True)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     site_packages = next((venv / "lib").glob("python3*/site-packages"))
     (site_packages / "real-venv.pth").write_text(next(p for p in sys.path if p.endswith("site-packages")) + "\n")
     run_dir = tmp_path / "data" / "models" / "m_1" / "script" / "runs" / "r"
     run_dir.mkdir(parents=True)
-    done = subprocess.run([str(venv / "bin" / "python"), "-c", SANDBOX_FROM_TMP, str(checkout), str(run_dir)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", SANDBOX_FROM_TMP, str(checkout), str(run_dir)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ISO-10303-21;"
+
+
+# --- fail closed: no cgroup, no run (unless the operator opts in) ------------------------------------------------
+
+
+@pytest.mark.parametrize("root", ["plain-folder", "missing"])
+def test_a_run_is_refused_when_no_cgroup_can_be_made(run_dir, tmp_path, root):
+    """A cgroup root that is not a cgroup hierarchy (a plain folder a root process can write into, or nothing)."""
+    cgroup_root = tmp_path / root
+    if root == "plain-folder":
+        cgroup_root.mkdir()
+    sandbox = Sandbox(SandboxLimits(wall_seconds=30, cgroup_root=str(cgroup_root)))
+    marker = tmp_path / "ran"
+    with pytest.raises(SandboxUnavailable) as refused:
+        run(sandbox, run_dir, f"open({str(marker)!r}, 'w')")
+    assert refused.value.status == 503
+    assert "isolation unavailable" in refused.value.detail and str(cgroup_root) in refused.value.detail
+    assert "EDIT_SANDBOX_ALLOW_NO_CGROUP=1" in refused.value.detail
+    assert list(run_dir.parent.iterdir()) == [run_dir] and list(run_dir.iterdir()) == []
+    assert not marker.exists()
+    if root == "plain-folder":
+        assert list(cgroup_root.iterdir()) == []
+
+
+def test_runs_go_on_without_a_cgroup_only_when_the_operator_opts_in(run_dir, tmp_path):
+    sandbox = Sandbox(SandboxLimits(wall_seconds=30, cgroup_root=str(tmp_path), allow_no_cgroup=True))
+    outcome = run(sandbox, run_dir, "open('result.txt', 'w').write('ran with rlimits only')")
+    assert outcome.returncode == 0 and result(outcome) == "ran with rlimits only"
+    assert "WITHOUT a cgroup" in sandbox.isolation_summary()
+    assert "isolation unavailable" in Sandbox(SandboxLimits(cgroup_root=str(tmp_path))).isolation_summary()
+    assert "per-run cgroup" in Sandbox(SandboxLimits()).isolation_summary()
+
+
+def test_the_opt_in_is_read_from_its_environment_variable():
+    assert SandboxLimits.from_environment({"EDIT_SANDBOX_ALLOW_NO_CGROUP": "1"}).allow_no_cgroup
+    assert not SandboxLimits.from_environment({"EDIT_SANDBOX_ALLOW_NO_CGROUP": "0"}).allow_no_cgroup
+    assert not SandboxLimits.from_environment({}).allow_no_cgroup
+    assert SandboxLimits.from_environment({"EDIT_SANDBOX_CGROUP_ROOT": "/x"}).cgroup_root == "/x"
+
+
+def test_dev_shm_is_a_small_capped_tmpfs_and_dev_is_read_only(run_dir):
+    """Before: /dev/shm was an unsized tmpfs (512 MB written there, limited only by the file-size rlimit)."""
+    sandbox = Sandbox(SandboxLimits(shm_mb=4, memory_mb=1024, wall_seconds=30))
+    outcome = run(sandbox, run_dir, """
+        import os
+        states = []
+        try:
+            with open("/dev/shm/fill", "wb") as handle:
+                handle.write(b"x" * (16 * 1024 * 1024))
+            states.append("shm unbounded")
+        except OSError as exc:
+            states.append(exc.strerror)
+        states.append(str(os.statvfs("/dev/shm").f_blocks * os.statvfs("/dev/shm").f_frsize))
+        for target in ("/dev/evil", "/dev/null2"):
+            try:
+                open(target, "w").close()
+                states.append("dev writable")
+            except OSError as exc:
+                states.append(exc.strerror)
+        with open("/dev/null", "w") as null:  # the standard device nodes still work
+            null.write("x")
+        open("result.txt", "w").write("|".join(states))
+    """)
+    written, shm_size, *dev = result(outcome).split("|")
+    assert written == "No space left on device"
+    assert int(shm_size) == 4 * 1024 * 1024
+    assert dev == ["Read-only file system"] * 2

@@ -8,7 +8,7 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from schemathesis.specs.openapi.checks import response_schema_conformance
+from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
 from schemathesis.checks import not_a_server_error
 
 from tests.e2e.stack import Stack
@@ -18,7 +18,7 @@ from tests.helpers import MINIMAL_IFC
 pytestmark = pytest.mark.e2e
 
 TOKEN = "fuzz-token"
-CHECKS = [not_a_server_error, response_schema_conformance]
+CHECKS = [not_a_server_error, response_schema_conformance, status_code_conformance]
 FUZZ_SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 

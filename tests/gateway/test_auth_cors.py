@@ -1,18 +1,28 @@
 import re
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver
+
+from models_app.models import IfcModel
+from tests.helpers import MINIMAL_IFC
+from viewer_gateway.config import ConfigError, load_config
+from viewer_gateway.edge import trusted_scope
 
 pytestmark = pytest.mark.django_db
 
 TOKEN = "s3cret-token"
 SAMPLE_VALUES = {"model_id": "m_0123456789abcdef", "issue_id": "i_0123456789ab", "entity_id": "2O2Fr$t4X7Zf8NOew3FLOH", "file_name": "i_0123456789ab.png",
-                 "project_id": "p_0123456789abcdef", "cid": "c_0123456789abcdef", "name": "plan", "base": "v1", "target": "v2"}
+                 "project_id": "p_0123456789abcdef", "cid": "c_0123456789abcdef", "name": "plan", "base": "v1", "target": "v2",
+                 "check_id": "chk_0123456789abcdef", "comment_id": "5d7e1f8a-0000-4000-8000-00000000000a",
+                 "version": "v1"}
 METHODS = ["get", "post", "put", "patch", "delete", "options"]
 # spec, Authentication rule 2, plus the Swagger UI page (an HTML shell; the schema it loads needs the token)
 ANONYMOUS = {
     ("get", "/v1/models/m_0123456789abcdef/model.xkt"),
     ("get", "/v1/models/m_0123456789abcdef/metadata.json"),
+    ("get", "/v1/models/m_0123456789abcdef/versions/v1/model.xkt"),
+    ("get", "/v1/models/m_0123456789abcdef/versions/v1/metadata.json"),
     ("get", "/v1/models/m_0123456789abcdef/issues/i_0123456789ab.png"),
     ("get", "/api/v1/docs"),
     ("get", "/"),
@@ -72,7 +82,8 @@ def test_the_right_token_passes(client, viewer_config):
 
 @pytest.mark.parametrize(
     "path",
-    ["/v1/models/m_0123456789abcdef/model.xkt", "/v1/models/m_0123456789abcdef/metadata.json", "/v1/models/m_0123456789abcdef/issues/i_0123456789ab.png"],
+    ["/v1/models/m_0123456789abcdef/model.xkt", "/v1/models/m_0123456789abcdef/metadata.json", "/v1/models/m_0123456789abcdef/issues/i_0123456789ab.png",
+     "/v1/models/m_0123456789abcdef/versions/v1/model.xkt", "/v1/models/m_0123456789abcdef/versions/v1/metadata.json"],
 )
 def test_static_gets_are_anonymous(client, viewer_config, path):
     viewer_config(apiToken=TOKEN)
@@ -116,3 +127,84 @@ def test_unauthorized_answer_still_carries_cors_headers(client, viewer_config):
     response = client.get("/api/v1/models", HTTP_ORIGIN="http://localhost:5173")
     assert response.status_code == 401
     assert response["Access-Control-Allow-Origin"] == "http://localhost:5173"
+
+
+# --- the path Django routes on decides, never a root path or prefix a client supplies (issue: Daphne-Root-Path) ---
+
+
+@pytest.mark.parametrize("path", sorted(set(gateway_routes())))
+def test_a_client_supplied_root_path_opens_no_route(client, viewer_config, path):
+    """Django builds request.path from the script name (under Daphne: the Daphne-Root-Path header) plus path_info,
+    and routes on path_info; exemptions decided on request.path were opened by a root path of /admin or /static."""
+    viewer_config(apiToken=TOKEN)
+    for method in METHODS:
+        if (method, path) in ANONYMOUS:
+            continue
+        for script_name in ("/admin", "/static", "/admin/", "/api/v1/docs"):
+            response = client.generic(method.upper(), path, SCRIPT_NAME=script_name)
+            assert response.status_code == 401, (method, path, script_name, response.content[:200])
+
+
+def test_trusted_scope_ignores_root_path_and_forwarded_headers_from_anyone(settings):
+    scope = {"type": "http", "path": "/api/v1/models", "root_path": "/admin", "scheme": "http", "client": ["10.1.2.3", 5555],
+             "headers": [(b"x-forwarded-for", b"1.2.3.4"), (b"x-forwarded-proto", b"https"), (b"x-forwarded-prefix", b"/admin")]}
+    trusted = trusted_scope(scope)
+    assert (trusted["root_path"], trusted["path"], trusted["scheme"], trusted["client"]) == ("", "/api/v1/models", "http", ["10.1.2.3", 5555])
+
+
+def test_trusted_scope_takes_forwarded_headers_from_a_named_proxy(viewer_config):
+    viewer_config(trustedProxies=("10.0.0.0/8",))
+    scope = {"type": "http", "path": "/api/v1/models", "root_path": "/static", "scheme": "http", "client": ["10.1.2.3", 5555],
+             "headers": [(b"x-forwarded-for", b"6.6.6.6, 1.2.3.4, 10.9.9.9"), (b"x-forwarded-proto", b"https"), (b"x-forwarded-prefix", b"/viewer/")]}
+    trusted = trusted_scope(scope)
+    # Routing stays on the path as received; the prefix only becomes the script name that URLs are built with.
+    assert (trusted["root_path"], trusted["path"], trusted["scheme"]) == ("/viewer", "/viewer/api/v1/models", "https")
+    assert trusted["client"] == ["1.2.3.4", 0]  # the rightmost hop the trusted proxies did not add
+    odd = trusted_scope({**scope, "headers": [(b"x-forwarded-prefix", b"/a/../admin"), (b"x-forwarded-proto", b"gopher")]})
+    assert (odd["root_path"], odd["scheme"]) == ("", "http")
+
+
+def test_trusted_proxies_must_be_addresses(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text('{"trustedProxies": ["10.0.0.1", "proxy.example"]}')
+    with pytest.raises(ConfigError, match="trustedProxies: 'proxy.example'"):
+        load_config({"VIEWER_CONFIG": str(path)})
+
+
+# --- cross-site requests (no token is the default, so a page of any site could drive the API) ---
+
+UPLOAD = {"file": SimpleUploadedFile("a.ifc", MINIMAL_IFC)}
+
+
+@pytest.mark.parametrize("origin_headers", [
+    {"HTTP_ORIGIN": "http://evil.example"},
+    {"HTTP_ORIGIN": "null"},
+    {"HTTP_ORIGIN": "http://testserver.evil.example"},
+    {"HTTP_REFERER": "http://evil.example/page.html"},
+    {"HTTP_ORIGIN": "https://testserver"},  # another scheme is another site
+])
+def test_a_cross_site_state_change_is_refused_and_changes_nothing(client, origin_headers):
+    response = client.post("/api/v1/models", {"file": SimpleUploadedFile("a.ifc", MINIMAL_IFC)}, **origin_headers)
+    assert response.status_code == 403, response.content
+    body = response.json()
+    assert body["code"] == 40300 and "cross-site request refused" in body["message"] and body["data"] is None
+    assert not IfcModel.objects.exists()
+    for method in ("put", "patch", "delete"):
+        assert getattr(client, method)("/api/v1/models/m_0123456789abcdef", **origin_headers).status_code == 403
+
+
+@pytest.mark.parametrize("origin_headers", [
+    {},  # curl, scripts, the agent: no Origin and no Referer
+    {"HTTP_ORIGIN": "http://testserver"},  # the gateway's own web client
+    {"HTTP_REFERER": "http://testserver/"},
+    {"HTTP_ORIGIN": "http://localhost:5173"},  # corsOrigins
+])
+def test_same_site_and_whitelisted_state_changes_pass(client, origin_headers):
+    response = client.post("/api/v1/models", {"file": SimpleUploadedFile("a.ifc", MINIMAL_IFC)}, **origin_headers)
+    assert response.status_code == 200, response.content
+    assert IfcModel.objects.count() == 1
+
+
+def test_cross_site_reads_are_not_refused(client):
+    """Reading needs CORS to expose the answer to a foreign page; refusing safe methods would only break links."""
+    assert client.get("/api/v1/models", HTTP_ORIGIN="http://evil.example").status_code == 200

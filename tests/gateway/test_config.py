@@ -131,3 +131,10 @@ def test_an_unbuilt_shipped_converter_says_how_to_build_it(tmp_path, monkeypatch
     monkeypatch.setattr(config_module, "SHIPPED_CONVERTER", unbuilt)
     problem = config_module.converter_problem(load_config(write_config(tmp_path, {"converterScript": str(unbuilt)})))
     assert problem.startswith("converterScript:") and "make setup" in problem
+
+
+def test_a_network_address_without_a_token_stops_startup(tmp_path):
+    """Binding to a non-loopback address with authentication off is refused unless the operator says so."""
+    env = write_config(tmp_path, {"dataDir": str(tmp_path / "data"), "host": "0.0.0.0", "port": 1})
+    result = subprocess.run([sys.executable, "manage.py", "run_gateway"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0 and "without an apiToken" in result.stderr and "VIEWER_ALLOW_ANONYMOUS_NETWORK" in result.stderr

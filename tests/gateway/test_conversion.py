@@ -1,4 +1,5 @@
 import json
+import socket
 import time
 
 import psutil
@@ -94,17 +95,52 @@ def test_a_broken_ifc_fails_with_a_readable_error():
     assert not (model_dir(model.id) / "model.xkt").exists()
 
 
+def _conversion_processes() -> list[str]:
+    """Command lines of this process's conversion children: forked ifcopenshell stages (a zygote's children) and
+    converters; the warm zygote itself is not one."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            line, parent = " ".join(process.cmdline()), " ".join(process.parent().cmdline())
+        except psutil.Error:
+            continue
+        if ("conversion.zygote" in line and "conversion.zygote" in parent and "bwrap" not in parent) or "convert.mjs" in line:
+            found.append(line)
+    return found
+
+
 def test_time_limit_kills_the_whole_pipeline(viewer_config):
     viewer_config(conversionTimeoutSeconds=0.5)
     model = uploaded("duplex.ifc", sample("duplex.ifc").read_bytes())
-    before = {p.pid for p in psutil.process_iter()}
     services.run_conversion(model.id)
     model.refresh_from_db()
     assert model.status == "failed"
     assert "time limit of 0.5 s" in model.error
     time.sleep(0.2)
-    leftovers = [p for p in psutil.process_iter(["cmdline"]) if p.pid not in before and "models_app.conversion.pipeline" in " ".join(p.info["cmdline"] or [])]
-    assert leftovers == []
+    assert _conversion_processes() == []
+
+
+def test_a_conversion_over_the_memory_cap_fails_with_a_clear_error(viewer_config):
+    viewer_config(conversionMemoryMB=16)
+    model = uploaded("duplex.ifc", sample("duplex.ifc").read_bytes())
+    services.run_conversion(model.id)
+    model.refresh_from_db()
+    assert (model.status, model.job) == ("failed", "idle")
+    assert "exceeded the conversion memory cap of 16 MB" in model.error and "conversionMemoryMB" in model.error
+    assert not (model_dir(model.id) / "model.xkt").exists()
+    assert _conversion_processes() == []
+
+
+def test_without_a_cgroup_conversions_fail_closed_unless_allowed(viewer_config, tmp_path):
+    viewer_config(conversionCgroupRoot=tmp_path)
+    model = uploaded("house.ifc", sample("IfcOpenHouse_IFC4.ifc").read_bytes())
+    services.run_conversion(model.id)
+    model.refresh_from_db()
+    assert model.status == "failed" and "isolation unavailable" in model.error and "conversionAllowNoCgroup" in model.error
+    viewer_config(conversionCgroupRoot=tmp_path, conversionAllowNoCgroup=True)
+    services.run_conversion(services.model_retry(model.id).id)
+    model.refresh_from_db()
+    assert model.status == "ready", model.error
 
 
 def test_requests_while_queued_are_merged():
@@ -176,7 +212,7 @@ def test_recovery_requeues_conversions_of_dead_workers():
     model = uploaded("tiny.ifc", MINIMAL_IFC)
     dead = psutil.Popen(["true"])
     dead.wait()
-    identity = f"{services.socket.gethostname()}:{dead.pid}:{int(time.time()) - 5}"
+    identity = f"{socket.gethostname()}:{dead.pid}:{int(time.time()) - 5}"
     DBTaskResult.objects.all().delete()
     IfcModel.objects.filter(pk=model.id).update(job="running", job_worker=identity)
     alive = uploaded("tiny2.ifc", MINIMAL_IFC)
@@ -213,3 +249,43 @@ def test_element_values_read_the_ifc_as_ifcopenshell_does():
     assert described and {g: element_values(haus)[g]["Description"] for g in described} == described
     classified = [g for g, v in element_values(haus).items() if "Classification" in v]
     assert classified
+
+
+LOOPING_IFC = """ISO-10303-21;
+HEADER;FILE_DESCRIPTION((''),'2;1');FILE_NAME('loop.ifc','2026-01-01T00:00:00',(''),(''),'','','');FILE_SCHEMA(('IFC4'));ENDSEC;
+DATA;
+#1=IFCPROJECT('0YvctVUKr0kugbFTf53O9L',$,'Loop',$,$,$,$,$,$);
+#2=IFCWALL('1YvctVUKr0kugbFTf53O9L',$,'Wall',$,$,$,$,$,$);
+#3=IFCRELAGGREGATES('2YvctVUKr0kugbFTf53O9L',$,$,$,#2,(#2));
+#4=IFCSLAB('3YvctVUKr0kugbFTf53O9L',$,'A',$,$,$,$,$,$);
+#5=IFCSLAB('4YvctVUKr0kugbFTf53O9L',$,'B',$,$,$,$,$,$);
+#6=IFCRELAGGREGATES('5YvctVUKr0kugbFTf53O9L',$,$,$,#4,(#5));
+#7=IFCRELAGGREGATES('6YvctVUKr0kugbFTf53O9L',$,$,$,#5,(#4));
+ENDSEC;
+END-ISO-10303-21;
+"""
+
+
+def test_self_and_cyclic_parents_are_repaired_in_the_streamed_metadata(tmp_path):
+    """An element that aggregates itself and a ring of two: every chain of parents ends at the project, in the
+    metadata the pipeline streams and in the one built whole."""
+    import io
+
+    import ifcopenshell
+
+    from models_app.conversion.metadata import MetaModel
+
+    path = tmp_path / "loop.ifc"
+    path.write_text(LOOPING_IFC)
+    ifc = ifcopenshell.open(str(path))
+    streamed = io.StringIO()
+    MetaModel(ifc).write(streamed)
+    for meta in (json.loads(streamed.getvalue()), MetaModel(ifc).build()):
+        parents = {o["id"]: o.get("parent") for o in meta["metaObjects"]}
+        for start in parents:
+            seen, current = set(), start
+            while current is not None:
+                assert current not in seen, f"a loop through {current}"
+                seen.add(current)
+                current = parents.get(current)
+            assert meta["projectId"] in seen

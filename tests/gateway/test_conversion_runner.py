@@ -2,16 +2,13 @@
 
 import os
 import signal
-import subprocess
 import sys
-import textwrap
 import threading
 import time
 
 import psutil
-import pytest
 
-from models_app.conversion import runner
+from models_app.conversion import runner, sandbox
 from tests.helpers import MINIMAL_IFC, sample
 from tests.processes import spawn, stop
 from viewer_gateway.config import SHIPPED_CONVERTER as CONVERTER
@@ -52,53 +49,65 @@ def test_a_converter_dying_at_start_reports_its_stderr(tmp_path):
     assert "out of licences" in result.error and "Broken pipe" not in result.error
 
 
-def test_stages_end_when_the_worker_dies(tmp_path):
-    """A worker killed mid-conversion leaves no stage running (no preexec_fn needed)."""
+WORKER = """
+import sys
+from pathlib import Path
+from models_app.conversion import runner, sandbox
+runner.run_pipeline(Path(sys.argv[1]), Path(sys.argv[2]), node_bin="node", converter_script=Path(sys.argv[3]),
+                    timeout_seconds=600, on_progress=lambda *_: None)
+"""
+
+
+def _kill_worker_when(tmp_path, ifc, converter, running) -> None:
+    """Starts a worker converting `ifc`, kills it (SIGKILL) once `running(descendants)` is true, then checks every
+    process it had started ends and nothing was converted for the dead worker."""
     out = tmp_path / "out"
     out.mkdir()
-    script = textwrap.dedent(f"""
-        import sys
-        from pathlib import Path
-        from models_app.conversion import runner
-        runner.run_pipeline(Path({str(sample("duplex.ifc"))!r}), Path({str(out)!r}), node_bin="node",
-                            converter_script=Path({str(CONVERTER)!r}), timeout_seconds=600, on_progress=lambda *_: None)
-    """)
-    worker = spawn([sys.executable, "-c", script], cwd=runner.PROJECT_ROOT, env={**os.environ, "PYTHONPATH": str(runner.PROJECT_ROOT)})
+    worker = spawn([sys.executable, "-c", WORKER, str(ifc), str(out), str(converter)], cwd=sandbox.PROJECT_ROOT,
+                   env={**os.environ, "PYTHONPATH": str(sandbox.PROJECT_ROOT)})
     try:
         deadline = time.monotonic() + 60
-        stages = []
-        while time.monotonic() < deadline and not stages:
-            stages = psutil.Process(worker.pid).children(recursive=True)
+        descendants = []
+        while time.monotonic() < deadline and not running(descendants):
+            try:
+                descendants = psutil.Process(worker.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                break
             time.sleep(0.02)
-        assert stages, "the ifcopenshell stage should be running"
+        assert running(descendants), "the stage should be running"
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
-        gone, alive = psutil.wait_procs(stages, timeout=10)
+        gone, alive = psutil.wait_procs(descendants, timeout=10)
         assert alive == [], [p.cmdline() for p in alive]
-        assert not (out / "model.xkt").exists(), "nothing should have gone on converting for the dead worker"
+        assert not (out / "model.xkt").exists() or (out / "model.xkt").stat().st_size == 0
     finally:
         stop(worker)
 
 
-def test_the_converter_does_nothing_for_a_parent_that_is_gone(tmp_path):
-    """node is told its worker's pid: when that process is no longer its parent, it ends without converting."""
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
+def _cmdlines(processes) -> list[str]:
+    found = []
+    for process in processes:
+        try:
+            found.append(" ".join(process.cmdline()))
+        except psutil.Error:
+            pass
+    return found
+
+
+def test_the_ifcopenshell_stage_ends_when_the_worker_dies(tmp_path):
+    """Killed mid-conversion, a worker leaves no zygote and no forked conversion running (no preexec_fn needed)."""
+    def forked_child_running(descendants):
+        return sum("models_app.conversion.zygote" in line and "bwrap" not in line for line in _cmdlines(descendants)) >= 2
+
+    _kill_worker_when(tmp_path, sample("duplex.ifc"), CONVERTER, forked_child_running)
+
+
+def test_the_converter_ends_when_the_worker_dies(tmp_path):
+    slow = tmp_path / "slow.js"
+    slow.write_text("setTimeout(() => {}, 600000);\n")
     ifc = tmp_path / "model.ifc"
     ifc.write_bytes(MINIMAL_IFC)
-    output = tmp_path / "model.xkt"
-    finished = subprocess.run(
-        ["node", str(CONVERTER), "--parent-pid", str(gone.pid), "--source", str(ifc), "--output", str(output)],
-        capture_output=True, timeout=60,
-    )
-    assert finished.returncode == 1
-    assert not output.exists()
-    converted = subprocess.run(
-        ["node", str(CONVERTER), "--parent-pid", str(os.getpid()), "--empty", "--output", str(output)],
-        capture_output=True, timeout=60,
-    )
-    assert converted.returncode == 0, converted.stderr
-    assert output.stat().st_size > 0
+    _kill_worker_when(tmp_path, ifc, slow, lambda descendants: any(str(slow) in line and "bwrap" not in line for line in _cmdlines(descendants)))
 
 
 def test_a_converter_flooding_its_output_is_stopped_at_the_time_limit_with_bounded_memory(tmp_path):
@@ -110,7 +119,10 @@ def test_a_converter_flooding_its_output_is_stopped_at_the_time_limit_with_bound
         'process.stderr.write("stderr-start\\n");\n'
         'const flood = () => process.stdout.write(line, () => process.stderr.write(line, flood));\nflood();\n'
     )
-    threads_before = threading.active_count()
+    zygote = sandbox.zygote_for(sandbox.ConversionLimits())
+    if not zygote.alive:
+        zygote.start()
+    threads_before = threading.active_count()  # the zygote's stderr reader lives as long as the zygote
     before = psutil.Process().memory_info().rss
     result = convert(tmp_path, converter_script=flooding, timeout_seconds=8)
     grown = psutil.Process().memory_info().rss - before

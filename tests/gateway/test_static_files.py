@@ -33,7 +33,8 @@ def test_whole_file_with_validators(client, ready_model):
 
 @pytest.mark.parametrize(
     "header, start, end",
-    [("bytes=0-99", 0, 99), ("bytes=10000-", 10000, 10239), ("bytes=-40", 10200, 10239), ("bytes=10200-99999", 10200, 10239)],
+    [("bytes=0-99", 0, 99), ("bytes=10000-", 10000, 10239), ("bytes=-40", 10200, 10239), ("bytes=10200-99999", 10200, 10239),
+     ("bytes=0-" + "9" * 5000, 0, 10239), ("bytes=-" + "9" * 5000, 0, 10239)],
 )
 def test_ranges(client, ready_model, header, start, end):
     response = client.get(f"/v1/models/{ready_model.id}/model.xkt", HTTP_RANGE=header)
@@ -43,7 +44,7 @@ def test_ranges(client, ready_model, header, start, end):
     assert response["Content-Length"] == str(end - start + 1)
 
 
-@pytest.mark.parametrize("header", ["bytes=10240-", "bytes=20000-20010", "bytes=-0"])
+@pytest.mark.parametrize("header", ["bytes=10240-", "bytes=20000-20010", "bytes=-0", "bytes=" + "9" * 5000 + "-", "bytes=" + "9" * 5000 + "-" + "9" * 5001])
 def test_unsatisfiable_range(client, ready_model, header):
     response = client.get(f"/v1/models/{ready_model.id}/model.xkt", HTTP_RANGE=header)
     assert response.status_code == 416

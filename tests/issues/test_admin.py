@@ -38,3 +38,16 @@ def test_change_log_and_overrides_are_read_only(admin_client, records):
     assert admin_client.get("/admin/issues_app/override/?field__exact=Name").status_code == 200
     entry.refresh_from_db()
     assert entry.new_value == "W1"
+
+
+def test_issue_admin_shows_the_comment_thread_inline(admin_client, model):
+    from issues_app.models import Comment
+
+    issue = Issue.objects.create(model=model, title="Crack in wall")
+    Comment.objects.create(issue=issue, author="anna", text="Please check the lintel")
+    response = admin_client.get(f"/admin/issues_app/issue/{issue.pk}/change/")
+    assert response.status_code == 200, (response.status_code, response.get("Location"))
+    page = response.content.decode()
+    assert "Please check the lintel" in page and "comments-TOTAL_FORMS" in page
+    listing = admin_client.get("/admin/issues_app/issue/?priority=&q=Crack")
+    assert listing.status_code == 200

@@ -5,6 +5,7 @@ import json
 import tempfile
 import zipfile
 from datetime import datetime
+from datetime import timezone as dt_timezone
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,7 @@ def export(api, model_id) -> bytes:
     assert response.status_code == 200, response.content[:300]
     assert response["Content-Type"] == "application/octet-stream"
     assert response["Content-Disposition"] == f'attachment; filename="{model_id}-issues.bcfzip"'
-    return response.content
+    return b"".join(response.streaming_content)
 
 
 def import_archive(api, model_id, data: bytes, name="issues.bcfzip"):
@@ -70,7 +71,7 @@ def test_export_is_bcf_3_with_one_topic_and_viewpoint_per_issue(api, model, post
         assert set(topics) == {"Crack", "General remark"}
         crack = topics["Crack"]
         assert (crack.topic.description, crack.topic.topic_status, crack.topic.creation_author) == ("see photo", "In Progress", "anna")
-        assert set(crack.topic.labels.label) == {"provenance:UI", "IfcWall"}
+        assert crack.topic.labels.label == ["provenance:UI"]
         assert crack.topic.creation_date.to_datetime().replace(tzinfo=None) == datetime.fromisoformat(first["createdAt"].replace("Z", ""))
         (viewpoint,) = crack.viewpoints.values()
         assert [c.ifc_guid for c in viewpoint.visualization_info.components.selection.component] == [WALL]
@@ -101,7 +102,7 @@ def test_round_trip_keeps_every_field_and_a_second_import_skips_everything(api, 
     response = import_archive(api, other_model.id, archive)
     assert response.status_code == 200, response.json()
     report = response.json()["data"]
-    assert report["skipped"] == [] and len(report["imported"]) == 2
+    assert report["skipped"] == report["updated"] == [] and len(report["imported"]) == 2
     originals = {i.title: issue_fields(i) for i in Issue.objects.filter(model=model)}
     copies = {i.title: i for i in Issue.objects.filter(model=other_model)}
     for title, original in originals.items():
@@ -114,10 +115,10 @@ def test_round_trip_keeps_every_field_and_a_second_import_skips_everything(api, 
     assert {entry["issueId"] for entry in report["imported"]} == {c.id for c in copies.values()}
 
     again = import_archive(api, other_model.id, archive).json()["data"]
-    assert again["imported"] == []
+    assert again["imported"] == again["updated"] == []
     assert sorted(s["reason"] for s in again["skipped"]) == sorted(f"already imported as issue {c.id}" for c in copies.values())
     into_source = import_archive(api, model.id, archive).json()["data"]
-    assert into_source["imported"] == [] and len(into_source["skipped"]) == 2
+    assert into_source["imported"] == into_source["updated"] == [] and len(into_source["skipped"]) == 2
     assert Issue.objects.filter(model=other_model).count() == 2 and Issue.objects.filter(model=model).count() == 2
 
 
@@ -151,14 +152,21 @@ def test_import_of_another_tools_archive(api, other_model):
     assert [s["reason"] for s in report["skipped"]] == ["the topic has no title"]
     issues = {i.title: i for i in Issue.objects.filter(model=other_model)}
     clash = issues["Clash wall/slab"]
-    assert clash.status == "resolved" and clash.author == "bob@example.com"
-    assert clash.comment == "Wall intersects the slab\n\nbob (2026-01-01 09:30 UTC): please check\n\ncarol (2026-01-02 10:00 UTC): moved the slab"
+    assert (clash.status, clash.bcf_topic_status, clash.topic_type, clash.author) == ("resolved", "Closed", "Clash", "bob@example.com")
+    assert clash.comment == "Wall intersects the slab"  # comments are comments, no longer appended
+    assert [(c.author, c.text, c.date) for c in clash.comments.all()] == [
+        ("bob", "please check", datetime(2026, 1, 1, 9, 30, tzinfo=dt_timezone.utc)), ("carol", "moved the slab", datetime(2026, 1, 2, 10, 0, tzinfo=dt_timezone.utc)),
+    ]
     assert (clash.entity_id, clash.entity_name, clash.entity_type) == ("3vB2YO$MX4xv5uCqZZG05x", "Slab", "IfcSlab")
     assert clash.camera == {"eye": [5.0, 5.0, 5.0], "look": [4.0, 4.0, 4.0], "up": [0.0, 0.0, 1.0]}
+    (viewpoint,) = clash.viewpoints
+    assert viewpoint["orthogonal_camera"]["view_to_world_scale"] == 10.0 and viewpoint["orthogonal_camera"]["aspect_ratio"] == 1.5
     door = issues["Door clearance"]
     assert door.status == "checking" and door.screenshot == "" and door.entity_id == WALL
+    assert door.viewpoints[0]["snapshot"]["snapshot_type"] == "jpg"  # kept as the viewpoint's snapshot, not as the PNG screenshot
+    assert (model_dir(other_model.id) / "issues" / door.viewpoints[0]["snapshot"]["snapshot_url"].rsplit("/", 1)[1]).read_bytes() == b"\xff\xd8\xff\xe0 not a png"
     (door_entry,) = [e for e in report["imported"] if e["title"] == "Door clearance"]
-    assert door_entry["notes"] == ["snapshot not kept: only PNG screenshots are stored"]
+    assert door_entry["notes"] == []
 
 
 def zip_of(entries: dict[str, bytes], compression=zipfile.ZIP_DEFLATED) -> bytes:
@@ -216,16 +224,17 @@ def test_a_failure_half_way_keeps_nothing(api, model, monkeypatch):
     calls = {"n": 0}
     real = services._issue_from_topic
 
-    def fail_on_second(model_record, topic):
+    def fail_on_second(model_record, topic, batch):
         calls["n"] += 1
         if calls["n"] == 2:
             raise RuntimeError("disk full")
-        return real(model_record, topic)
+        return real(model_record, topic, batch)
 
     monkeypatch.setattr(services, "_issue_from_topic", fail_on_second)
     with pytest.raises(RuntimeError):
         services.issues_import_bcf(model_id=model.id, archive=io.BytesIO(archive))
     assert Issue.objects.filter(model=model).count() == 0
+    assert list((model_dir(model.id) / "issues").glob("*.*")) == []  # the first topic's snapshot is gone again
 
 
 def test_missing_file_part_unknown_model_and_size_limit(api, model, monkeypatch):
@@ -254,3 +263,76 @@ def test_the_issue_list_shows_an_issue_deleted_and_imported_again(api, model, po
     api.delete(f"/api/v1/models/{model.id}/issues/{first['id']}")
     imported = import_archive(api, model.id, archive).json()["data"]["imported"]
     assert [i["id"] for i in api.get(f"/api/v1/models/{model.id}/issues").json()["data"]] == [imported[0]["issueId"]]
+
+
+@pytest.mark.parametrize(
+    "name, data",
+    [
+        (f"{TOPIC}/markup.bcf", MARKUP.replace(b"<Title>T</Title>", b"<Title>T</Title>" + b" " * 300_000)),  # 300 KB of spaces, ~300 bytes zipped
+        (f"{TOPIC}/snapshot.png", b"\0" * 50_000),  # 50 KB, far under the old 1 MB floor
+        (f"{TOPIC}/tiny.txt", b"a" * 10_000),
+    ],
+    ids=["markup", "small-png", "tiny"],
+)
+def test_every_entry_is_checked_for_its_expansion_ratio_whatever_its_size(api, model, name, data):
+    entries = {"bcf.version": VERSION_3, f"{TOPIC}/markup.bcf": MARKUP, name: data}
+    archive = zip_of(entries)
+    info = zipfile.ZipFile(io.BytesIO(archive)).getinfo(name)
+    assert info.file_size <= 1024 * 1024 and info.file_size > 200 * info.compress_size  # what the old check let through
+    response = import_archive(api, model.id, archive)
+    assert (response.status_code, response.json()["code"]) == (400, 40001)
+    assert "zip bomb" in response.json()["message"] and name in response.json()["message"]
+    assert not Issue.objects.filter(model=model).exists()
+
+
+def test_the_upload_is_read_from_its_temporary_file(api, model, monkeypatch):
+    from issues_app import services
+
+    seen = []
+    real = services.issues_import_bcf
+
+    def spy(*, model_id, archive):
+        seen.append(archive)
+        assert isinstance(archive, str) and Path(archive).is_file() and Path(archive).read_bytes()[:2] == b"PK"
+        return real(model_id=model_id, archive=archive)
+
+    monkeypatch.setattr(services, "issues_import_bcf", spy)
+    response = import_archive(api, model.id, zip_of({"bcf.version": VERSION_3, f"{TOPIC}/markup.bcf": MARKUP}))
+    assert response.json()["code"] == 0 and len(seen) == 1
+    assert not Path(seen[0]).exists()  # the temporary file is gone after the request
+
+
+def test_an_archive_is_never_held_whole_in_memory(model, tmp_path):
+    """Importing 4 incompressible 4 MB snapshots streams them from the archive file to their files."""
+    import os
+    import tracemalloc
+
+    from issues_app import services
+
+    topics = {}
+    for index in range(4):
+        guid = f"0a9b7c3e-1111-4222-8333-44444444444{index}"
+        view = f"1a9b7c3e-1111-4222-8333-44444444444{index}"
+        topics[f"{guid}/markup.bcf"] = MARKUP.replace(TOPIC.encode(), guid.encode()).replace(
+            b"</CreationAuthor>", f'</CreationAuthor><Viewpoints><ViewPoint Guid="{view}"><Snapshot>s.png</Snapshot></ViewPoint></Viewpoints>'.encode()
+        )
+        topics[f"{guid}/s.png"] = b"\x89PNG\r\n\x1a\n" + os.urandom(4 * 1024 * 1024 - 100)
+    path = tmp_path / "big.bcfzip"
+    path.write_bytes(zip_of({"bcf.version": VERSION_3, **topics}))
+    del topics
+    tracemalloc.start()
+    try:
+        report = services.issues_import_bcf(model_id=model.id, archive=str(path))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(report["imported"]) == 4
+    assert peak < 4 * 1024 * 1024, f"peak {peak / 1e6:.1f} MB: a snapshot (4 MB) or the archive (16 MB) was read into memory"
+    assert sum(p.stat().st_size for p in (model_dir(model.id) / "issues").iterdir()) > 16 * 1024 * 1024 - 1000
+
+
+def test_export_streams_from_a_temporary_file(api, model, post_issue):
+    post_issue(model.id, {"title": "A"})
+    response = api.get(f"/api/v1/models/{model.id}/issues.bcfzip")
+    assert response.streaming and not hasattr(response, "_container")
+    assert zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))).namelist()[0] == "bcf.version"

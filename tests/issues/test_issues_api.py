@@ -112,7 +112,7 @@ def test_status_moves_and_edits(post_issue, model, api):
 
 @pytest.mark.parametrize(
     "body, message",
-    [({"status": "closed"}, "status"), ({"title": ""}, "title"), ({"colour": "x"}, "only title, comment and status"), ([1], "JSON object")],
+    [({"status": "closed"}, "status"), ({"title": ""}, "title"), ({"colour": "x"}, "unknown field(s) colour"), ([1], "JSON object")],
 )
 def test_invalid_patches_change_nothing(post_issue, model, api, body, message):
     issue = post_issue(model.id, ISSUE).json()["data"]

@@ -4,9 +4,12 @@ import copy
 
 import pytest
 
-from chat_app import services as chat_services
+from models_app import project_services
+from models_app.models import IfcModel
 from plans_app.diff import diff_documents
 from plans_app.models import PlanVersion
+from plans_app.services import Built, building_document
+from tests.e2e.stack import free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
 
@@ -21,7 +24,7 @@ SUPPLEMENT = {"schema": "bim_supplement/1", "elementTypes": {"IfcWall": {"FireRa
 
 @pytest.fixture
 def project():
-    return chat_services.project_create(title="Plans", kind="cad")
+    return project_services.project_create(title="Plans", kind="cad")
 
 
 def url(project, tail):
@@ -113,16 +116,21 @@ def test_a_body_over_5_mb_is_40002(api, project):
     assert (response.status_code, response.json()["code"]) == (400, 40002)
 
 
-def test_deliver_of_a_cad_project_records_the_building_in_one_version(api, project):
+def test_deliver_that_cannot_build_writes_nothing(api, project, viewer_config):
+    viewer_config(editServiceURL=f"http://127.0.0.1:{free_port()}")  # nothing listens
     api.put(url(project, "plan"), PLAN, format="json")
-    result = api.post(url(project, "deliver"), {"plan": PLAN, "bimSupplement": SUPPLEMENT}, format="json").json()["data"]
-    assert result["version"] == "v2" and result["model"] is None
-    building = api.get(url(project, "building")).json()["data"]
-    assert building == result["building"] and building["planVersion"] == "v2"
+    response = api.post(url(project, "deliver"), {"plan": PLAN, "bimSupplement": SUPPLEMENT}, format="json")
+    assert (response.status_code, response.json()["code"]) == (502, 50200)
+    assert PlanVersion.objects.count() == 1 and IfcModel.objects.count() == 0  # no drawing left behind either
+
+
+def test_the_building_names_every_model_the_delivery_built():
+    built = [Built("m_0000000000000001", "dxf", "v2", {"added": 1, "removed": 0, "changed": 4}), Built("m_0000000000000002", "ifc", "v3")]
+    building = building_document(PLAN, SUPPLEMENT, plan_version="v5", built=built)
+    assert building["model"] == {"modelId": "m_0000000000000002", "version": "v3", "format": "ifc"}
+    assert [m["modelId"] for m in building["models"]] == ["m_0000000000000001", "m_0000000000000002"] and building["models"][0]["changes"]["changed"] == 4
     assert building["requirements"] == [{"id": "REQ-1", "status": "met", "evidence": "area 24.0 >= 20.0"}]
     assert building["storeys"][0]["rooms"] == [{"id": "R101", "name": "Living", "area": 24.0, "designKey": "space:R101"}]
-    version = PlanVersion.objects.get(number=2)
-    assert (version.operation, version.changed) == ("deliver", ["plan", "bim_supplement", "building"])
 
 
 def test_deliver_checks_cross_references_and_writes_nothing(api, project):
@@ -138,5 +146,31 @@ def test_deliver_checks_cross_references_and_writes_nothing(api, project):
 
 def test_deleting_the_project_deletes_its_plan_versions(api, project):
     api.put(url(project, "plan"), PLAN, format="json")
-    chat_services.project_delete(project.id)
+    project_services.project_delete(project.id)
     assert PlanVersion.objects.count() == 0
+
+
+def test_a_delivery_holds_the_project_lock_so_no_edit_is_staged_meanwhile(project):
+    import threading
+
+    from models_app.project_services import project_lock
+    from viewer_gateway.envelope import Conflict
+
+    outcome = {}
+
+    def edit_meanwhile():
+        try:
+            with project_lock(project.id, exclusive=False, wait_seconds=0.3):
+                outcome["edit"] = "ran"
+        except Conflict as exc:
+            outcome["edit"] = str(exc.detail)
+
+    with project_lock(project.id, exclusive=True):
+        with project_lock(project.id, exclusive=False):  # the delivery's own edits (re-entrant)
+            pass
+        thread = threading.Thread(target=edit_meanwhile)
+        thread.start()
+        thread.join()
+    assert "busy" in outcome["edit"]
+    edit_meanwhile()
+    assert outcome["edit"] == "ran"

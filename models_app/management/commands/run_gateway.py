@@ -1,8 +1,9 @@
 import logging
+import os
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from models_app.signals import gateway_starting
@@ -19,7 +20,12 @@ class Command(BaseCommand):
         config = settings.VIEWER
         require_converter(config)
         if not config.listens_on_loopback and not config.apiToken:
-            logger.warning("the gateway listens on %s without an apiToken: anyone who reaches it can use the API; set apiToken", config.host)
+            if os.environ.get("VIEWER_ALLOW_ANONYMOUS_NETWORK") != "1":
+                raise CommandError(
+                    f"the gateway would listen on {config.host} without an apiToken, so anyone who reaches it could use the API: "
+                    "set apiToken (or VIEWER_API_TOKEN), or VIEWER_ALLOW_ANONYMOUS_NETWORK=1 to serve it anonymously on purpose"
+                )
+            logger.warning("the gateway listens on %s without an apiToken (VIEWER_ALLOW_ANONYMOUS_NETWORK=1): anyone who reaches it can use the API", config.host)
         call_command("migrate", interactive=False, verbosity=0)
         gateway_starting.send(sender=None)
         connections.close_all()

@@ -1,0 +1,71 @@
+"""One IDS check, run in its sandbox (checks_app/engine/runner.py; a crash or memory blow-up in a native library
+takes only this process down):
+
+    python -m checks_app.engine.child --ifc /proc/self/fd/N --job /proc/self/fd/M --out /proc/self/fd/K [--memory-mb N]
+
+job: {"ids": [{"name": ..., "content": IDS XML}], "overrides": {GlobalId: {field: value}} | null}. The process caps
+its own address space when asked (no cgroup), opens the IFC with ifcopenshell, applies the overrides to the
+in-memory model when given, checks every specification and writes the result JSON to --out. Progress goes to
+stdout as JSON lines {"phase", "percent"}; errors go to stderr. Nothing of Django is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+from pathlib import Path
+
+MEMORY_EXIT_CODE = 3
+
+
+def report(phase: str, percent: float) -> None:
+    print(json.dumps({"phase": phase, "percent": int(percent)}), flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ifc", type=Path, required=True)
+    parser.add_argument("--job", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--memory-mb", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.memory_mb > 0:
+        limit = args.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        return run(args)
+    except MemoryError:
+        sys.stderr.write(f"the check ran out of memory (limit {args.memory_mb} MB)\n")
+        return MEMORY_EXIT_CODE
+
+
+def run(args) -> int:
+    import ifcopenshell
+
+    from checks_app.engine.ids_engine import IdsSource, check_model
+    from checks_app.engine.overrides import apply_overrides
+
+    job = json.loads(args.job.read_text(encoding="utf-8"))
+    sources = [IdsSource(item["name"], item["content"]) for item in job["ids"]]
+    report("reading", 10)
+    try:
+        ifc = ifcopenshell.open(str(args.ifc))
+    except Exception as exc:  # ifcopenshell raises several types for unsupported schemas and parse errors
+        sys.stderr.write(f"ifcopenshell cannot read the IFC: {type(exc).__name__}: {exc}\n")
+        return 2
+    overrides = None
+    if job.get("overrides") is not None:
+        report("overrides", 15)
+        overrides = {"included": True, **apply_overrides(ifc, job["overrides"])}
+    report("checking", 20)
+    result = check_model(ifc, sources, on_progress=lambda done, total: report("checking", 20 + 75 * done / max(total, 1)))
+    result["overrides"] = overrides or {"included": False}
+    with open(args.out, "w", encoding="utf-8") as handle:
+        json.dump(result, handle, ensure_ascii=False, separators=(",", ":"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

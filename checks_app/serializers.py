@@ -1,0 +1,62 @@
+from rest_framework import serializers
+
+from checks_app.models import Check, IdsFile
+from viewer_gateway.provenance import AuthorField, ProvenanceField
+
+
+class IdsFileSerializer(serializers.ModelSerializer):
+    projectId = serializers.CharField(source="project_id")
+    title = serializers.CharField(source="document.title")
+    specifications = serializers.IntegerField(source="document.specifications")
+    size = serializers.IntegerField(source="document.size")
+    sha256 = serializers.CharField(source="document.sha256")
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+    class Meta:
+        model = IdsFile
+        fields = ["name", "projectId", "title", "specifications", "size", "sha256", "createdAt", "updatedAt"]
+
+
+class IdsFileContentSerializer(IdsFileSerializer):
+    content = serializers.CharField(source="document.content")
+
+    class Meta(IdsFileSerializer.Meta):
+        fields = [*IdsFileSerializer.Meta.fields, "content"]
+
+
+class CheckSerializer(serializers.ModelSerializer):
+    """A check record; `result` only on the single-check answer when done."""
+
+    checkId = serializers.CharField(source="id")
+    modelId = serializers.CharField(source="model_id")
+    includeOverrides = serializers.BooleanField(source="include_overrides")
+    progress = serializers.SerializerMethodField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    startedAt = serializers.DateTimeField(source="started_at")
+    finishedAt = serializers.DateTimeField(source="finished_at")
+
+    class Meta:
+        model = Check
+        fields = ["checkId", "modelId", "version", "ids", "includeOverrides", "status", "progress", "error", "summary", "createdAt", "startedAt", "finishedAt"]
+
+    def get_progress(self, check) -> dict:
+        return {"phase": check.progress_phase, "percent": check.progress_percent}
+
+
+class CheckDetailSerializer(CheckSerializer):
+    result = serializers.JSONField()
+
+    class Meta(CheckSerializer.Meta):
+        fields = [*CheckSerializer.Meta.fields, "result"]
+
+
+class CheckStartSerializer(serializers.Serializer):
+    ids = serializers.ListField(child=serializers.CharField(max_length=100), allow_empty=False)
+    version = serializers.CharField(required=False, allow_null=True, max_length=16)
+    includeOverrides = serializers.BooleanField(required=False, default=False)
+
+
+class PinIssuesSerializer(serializers.Serializer):
+    author = AuthorField()
+    provenance = ProvenanceField()

@@ -1,0 +1,135 @@
+"""Geometry of an IFC as a stream of records for the XKT stage (converter/convert.js), written while ifcopenshell's
+multi-threaded iterator produces the shapes, so nothing holds the whole model's geometry (ifcopenshell's glTF
+serializer kept every mesh in memory until its end: ~190 MB for a 30 MB IFC).
+
+The records carry what the glTF serializer put into its GLB, the same way xeokit-convert's glTF parser read it:
+one mesh per element (node name = GlobalId = XKT entity id), decomposed into one primitive per run of faces with
+the same material (its own vertex range, indices rebased), the Y-up node matrix, materials as base colour, opacity
+(1 - transparency), metallic 0 and roughness from the specular exponent, a mesh shared by elements whose geometry id
+is the same (XKT geometry reuse), elements without material ids skipped.
+
+Format (little-endian) after the 8-byte magic: a sequence of records, each starting with one tag byte
+  1 material  u32 id, f64 r g b opacity metallic roughness (doubles, as the GLB's JSON carried them)
+  2 geometry  u32 id, u8 primitive (4 triangles, 1 lines), u32 n + f32[n] positions, u32 n + f32[n] normals,
+              u32 n + u32[n] indices
+  3 entity    u16 n + utf-8[n] id, f64[16] matrix (column-major), u32 n, n x (u32 geometry id, i32 material id or -1)
+  0 end       u32 number of entity records
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import numpy as np
+
+MAGIC = b"XKTGEO01"
+MATERIAL, GEOMETRY, ENTITY, END = 1, 2, 3, 0
+TRIANGLES, LINES = 4, 1
+NO_MATERIAL = -1
+# The fast simple CGAL kernel, with OpenCascade for the elements it fails on (typically walls with openings).
+HYBRID_KERNELS = ("cgal-simple", "opencascade")
+PROGRESS_SECONDS = 0.5
+
+
+def _y_up(shape) -> np.ndarray:
+    """The glTF serializer's node matrix: the shape's placement with IFC's Z-up turned into glTF's Y-up."""
+    m = np.frombuffer(shape.transformation_buffer, "d").reshape((4, 4), order="F")
+    return np.array([m[0], m[2], -m[1], m[3]]).T.reshape(16)  # column-major, rows x, z, -y, w
+
+
+class _RecordWriter:
+    def __init__(self, handle):
+        self.handle = handle
+        self.materials: dict[str, int] = {}
+        self.meshes: dict[str, list[tuple[int, int]]] = {}  # geometry id -> [(geometry record id, material id)]
+        self.geometry_count = 0
+        self.entity_count = 0
+        handle.write(MAGIC)
+
+    def material(self, style) -> int:
+        known = self.materials.get(style.name)
+        if known is not None:
+            return known
+        index = self.materials[style.name] = len(self.materials)
+        colour = style.get_color()
+        red, green, blue = colour.components if colour is not None else (1.0, 1.0, 1.0)
+        transparency = style.transparency
+        opacity = 1.0 - transparency if transparency == transparency else 1.0  # NaN: not set
+        roughness = (1.0 / style.specularity if style.specularity > 1.0 else 1.0) if style.has_specularity() else 1.0
+        self.handle.write(struct.pack("<BI6d", MATERIAL, index, red, green, blue, opacity, 0.0, roughness))
+        return index
+
+    def _geometry(self, primitive: int, positions: np.ndarray, normals: np.ndarray, indices: np.ndarray) -> int:
+        index = self.geometry_count
+        self.geometry_count += 1
+        write = self.handle.write
+        write(struct.pack("<BIBI", GEOMETRY, index, primitive, positions.size))
+        write(positions.astype("<f4").tobytes())
+        write(struct.pack("<I", normals.size))
+        write(normals.astype("<f4").tobytes())
+        write(struct.pack("<I", indices.size))
+        write(indices.astype("<u4").tobytes())
+        return index
+
+    def _mesh(self, geometry) -> list[tuple[int, int]]:
+        """One primitive per run of equal material ids, with just the vertices its faces use (as the serializer)."""
+        known = self.meshes.get(geometry.id)
+        if known is not None:
+            return known
+        material_ids = np.frombuffer(geometry.material_ids_buffer, "<i4")
+        faces = np.frombuffer(geometry.faces_buffer, "<i4")
+        primitive, stride = (TRIANGLES, 3) if faces.size else (LINES, 2)
+        if not faces.size:
+            faces = np.frombuffer(geometry.edges_buffer, "<i4")
+        verts = np.frombuffer(geometry.verts_buffer, "<f8")
+        normals = np.frombuffer(geometry.normals_buffer, "<f8")
+        starts = [0, *(np.flatnonzero(material_ids[1:] != material_ids[:-1]) + 1).tolist(), material_ids.size]
+        mesh = []
+        for start, end in zip(starts, starts[1:]):
+            indices = faces[start * stride:end * stride]
+            first, last = int(indices.min()), int(indices.max()) + 1
+            style_index = int(material_ids[start])
+            material = self.material(geometry.materials[style_index]) if style_index >= 0 else NO_MATERIAL
+            record = self._geometry(primitive, verts[first * 3:last * 3], normals[first * 3:last * 3] if normals.size else normals, indices - first)
+            mesh.append((record, material))
+        self.meshes[geometry.id] = mesh
+        return mesh
+
+    def entity(self, shape) -> None:
+        geometry = shape.geometry
+        if not len(geometry.material_ids_buffer):
+            return  # the serializer skips these too
+        mesh = self._mesh(geometry)
+        name = shape.guid.encode("utf-8")
+        self.handle.write(struct.pack("<BH", ENTITY, len(name)) + name + _y_up(shape).astype("<f8").tobytes()
+                          + struct.pack("<I", len(mesh)) + b"".join(struct.pack("<Ii", g, m) for g, m in mesh))
+        self.entity_count += 1
+
+    def end(self) -> None:
+        self.handle.write(struct.pack("<BI", END, self.entity_count))
+
+
+def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None) -> int:
+    """Writes the records of every element with geometry (openings excluded); returns how many were written."""
+    import ifcopenshell.geom
+
+    settings = ifcopenshell.geom.settings()
+    settings.set("use-world-coords", True)
+    settings.set("use-element-guids", True)
+    settings.set("apply-default-materials", True)
+    hybrid_available = all(ifcopenshell.geom.has_geometry_library(kernel) for kernel in HYBRID_KERNELS)
+    library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
+    writer = _RecordWriter(handle)
+    iterator = ifcopenshell.geom.iterator(settings, ifc, threads, exclude=ifc.by_type("IfcOpeningElement"), geometry_library=library)
+    last_report = time.monotonic()
+    if iterator.initialize():
+        while True:
+            writer.entity(iterator.get())
+            if time.monotonic() - last_report > PROGRESS_SECONDS:
+                on_progress(iterator.progress() / 100)
+                last_report = time.monotonic()
+            if not iterator.next():
+                break
+    writer.end()
+    return writer.entity_count

@@ -1,0 +1,245 @@
+"""Confinement of conversions (command lines, cgroups and checks from the shared `sandboxing` package).
+
+Both stages parse untrusted input (an uploaded or script-made IFC), so both run in bubblewrap: no network, uid 65534
+without nested user namespaces, new pid/ipc/uts/cgroup namespaces, a read-only root made of the system folders, the
+interpreter and its site-packages, the conversion code (models_app only) or the converter's own folders, and
+nothing writable at all: every file a conversion reads or writes is a descriptor the worker opened in the
+conversion's own work folder, so the configuration file (API token, LLM key), the data directory and other models
+are not even visible. Each conversion gets its own cgroup with a memory cap (conversionMemoryMB) and a process cap
+for both stages; where none can be made conversions are refused, unless the operator set conversionAllowNoCgroup
+(then RLIMIT_AS for the ifcopenshell stage and V8's heap limit for node are the only memory caps).
+
+The ifcopenshell stage forks from a zygote (zygote.py): one sandboxed Python per worker process that has imported
+ifcopenshell once; each child is moved into the conversion's cgroup (by its host pid) before it touches the IFC.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from sandboxing import bwrap
+from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
+from sandboxing.probe import CgroupPolicy, missing_tool
+from sandboxing.stage import ERROR_TAIL_BYTES, keep_tail
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CODE_MOUNT = "/sandbox/lib"
+ALLOW_NO_CGROUP = "conversionAllowNoCgroup"
+PROCESSES = 64  # tasks (threads count) of one conversion: the iterator's threads, node's own threads
+OPEN_FILES = 256
+FILE_SIZE_MB = 16384  # any single file a conversion writes (the geometry records of the largest IFC stay far below)
+ZYGOTE_START_SECONDS = 120
+MEGABYTE = bwrap.MEGABYTE
+
+
+class ConversionUnavailable(Exception):
+    """The conversion cannot run confined here (the message says why); nothing was converted."""
+
+
+@dataclass(frozen=True)
+class ConversionLimits:
+    memory_mb: int = 4096
+    # geometry threads per conversion: one. Measured here (2 cores shared with a second worker and other processes),
+    # ifcopenshell's iterator with two threads took 1.5x to 7x as long as with one (tower 100x30: 4.9-22 s vs 3.2 s)
+    threads: int = 1
+    cgroup_root: str = str(DEFAULT_ROOT)
+    allow_no_cgroup: bool = False
+    bwrap: str = "bwrap"
+
+    @classmethod
+    def from_config(cls, config) -> "ConversionLimits":
+        return cls(memory_mb=config.conversionMemoryMB, cgroup_root=str(config.conversionCgroupRoot),
+                   allow_no_cgroup=config.conversionAllowNoCgroup)
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.memory_mb * MEGABYTE
+
+    @property
+    def cgroup_policy(self) -> CgroupPolicy:
+        return CgroupPolicy(Path(self.cgroup_root), self.allow_no_cgroup, ALLOW_NO_CGROUP)
+
+    def run_cgroup(self) -> RunCgroup | None:
+        return self.cgroup_policy.run_cgroup(PROCESSES, self.memory_bytes)
+
+    def rlimits(self) -> dict[str, int]:
+        return {"nofile": OPEN_FILES, "fsize": FILE_SIZE_MB * MEGABYTE}
+
+
+def _both_paths(path: Path) -> list[Path]:
+    """A path as given and as resolved (a checkout's converter/dist may be a link into another checkout)."""
+    return list(dict.fromkeys([Path(os.path.abspath(path)), path.resolve()]))
+
+
+def converter_mounts(node_bin: str, converter_script: Path, protected: list[Path]) -> list[str]:
+    """Read-only binds for node and the converter: the script's folder and every node_modules above it (where node
+    looks for modules), and node's install prefix when it is not under /usr. A folder that holds a protected path
+    (the configuration file, the data directory) is refused rather than exposed."""
+    folders = []
+    for script_dir in _both_paths(converter_script.parent):
+        folders.append(script_dir)
+        folders += [parent / "node_modules" for parent in (script_dir, *script_dir.parents) if (parent / "node_modules").is_dir()]
+    prefix = node_executable(node_bin).parent.parent
+    if not str(prefix).startswith("/usr"):
+        folders.append(prefix)
+    mounts = []
+    for folder in dict.fromkeys(f for folder in folders for f in _both_paths(folder)):
+        for secret in protected:
+            if secret == folder or folder in secret.parents:
+                raise ConversionUnavailable(
+                    f"converterScript: its folder {folder} also holds {secret}, which the conversion sandbox must not "
+                    "see; put the converter into a folder of its own")
+        mounts += bwrap.ro_bind(folder)
+    return mounts
+
+
+def node_executable(node_bin: str) -> Path:
+    """nodeBin resolved (through /etc/alternatives and the like, which the sandbox does not have)."""
+    node = shutil.which(node_bin)
+    if node is None:
+        raise ConversionUnavailable(f"cannot start xeokit-convert: {node_bin!r} (configuration key nodeBin): not found")
+    return Path(node).resolve()
+
+
+def node_command(limits: ConversionLimits, node_bin: str, converter_script: Path, converter_args: list[str],
+                 protected: list[Path]) -> list[str]:
+    heap_mb = max(256, limits.memory_mb - 256)  # V8 fails cleanly below the cgroup cap instead of being killed
+    return bwrap.command(
+        limits.bwrap,
+        mounts=converter_mounts(node_bin, converter_script, protected),
+        workdir="/",
+        env={"PATH": "/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"},
+        # --optimize-for-size: V8 collects garbage sooner (tower 100x30: 223 MB instead of 312 MB, same time);
+        # --single-threaded: no V8 worker threads (a few MB less, the other core is for the other worker)
+        program=[str(node_executable(node_bin)), "--optimize-for-size", "--single-threaded", f"--max-old-space-size={heap_mb}",
+                 str(converter_script), *converter_args],
+    )
+
+
+def python_command(limits: ConversionLimits, argv: list[str], packages: tuple[str, ...] = ("models_app",)) -> list[str]:
+    """`python argv...` in the sandbox of the stages that parse an IFC with ifcopenshell (the conversion zygote's,
+    an IDS check's), with only the project's `packages` importable (never the checkout, which holds the config)."""
+    return bwrap.command(
+        limits.bwrap,
+        mounts=[*bwrap.python_mounts(), *(arg for package in packages for arg in bwrap.ro_bind(PROJECT_ROOT / package, f"{CODE_MOUNT}/{package}"))],
+        workdir="/",
+        env={"PATH": "/usr/bin:/bin", "HOME": "/", "PYTHONPATH": CODE_MOUNT, "PYTHONDONTWRITEBYTECODE": "1",
+             "PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+        program=[sys.executable, *argv],
+    )
+
+
+def _namespace_pid(pid: int) -> int | None:
+    """A process's pid in its innermost pid namespace (the last NSpid entry)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("NSpid:"):
+                return int(line.split()[-1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class Zygote:
+    """The sandboxed fork server of one worker process (zygote.py); started on first use, again if it died."""
+
+    def __init__(self, limits: ConversionLimits):
+        self.limits = limits
+        self.process: subprocess.Popen | None = None
+        self.control: socket.socket | None = None
+        self.stderr_tail = bytearray()
+        self.lock = threading.Lock()
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def start(self) -> None:
+        if problem := missing_tool(self.limits.bwrap):
+            raise ConversionUnavailable(f"conversion sandbox unavailable: {problem}")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        zygote = python_command(self.limits, ["-m", "models_app.conversion.zygote", "--control-fd", str(theirs.fileno())])
+        argv, chain_env = bwrap.limited(zygote, rlimits=self.limits.rlimits(), cgroup=None)
+        self.stderr_tail = bytearray()
+        try:
+            self.process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+                pass_fds=(theirs.fileno(),), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env},
+            )
+        except OSError as exc:
+            ours.close()
+            raise ConversionUnavailable(f"conversion sandbox could not start: {exc}") from None
+        finally:
+            theirs.close()
+        self.control = ours
+        threading.Thread(target=keep_tail, args=(self.process.stderr, self.stderr_tail), daemon=True).start()
+        try:
+            self.expect("ready", time.monotonic() + ZYGOTE_START_SECONDS)
+        except (ConversionUnavailable, TimeoutError) as exc:
+            self.stop()
+            raise ConversionUnavailable(f"the conversion sandbox did not start: {exc}") from None
+
+    def expect(self, key: str, deadline: float):
+        """The value of the next message carrying `key` (a late answer about an earlier child is skipped)."""
+        while True:
+            message = self._receive(deadline)
+            if key in message:
+                return message[key] if key != "exited" else message
+
+    def _receive(self, deadline: float) -> dict:
+        self.control.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            message = self.control.recv(4096)
+        except TimeoutError:
+            raise TimeoutError("the conversion sandbox did not answer in time") from None
+        except OSError as exc:
+            message, error = b"", exc
+        else:
+            error = None
+        if not message:
+            self.process.wait(timeout=10) if self.process else None
+            tail = self.stderr_tail.decode("utf-8", "replace").strip()
+            raise ConversionUnavailable(f"the conversion sandbox ended{f' ({error})' if error else ''}: {tail[-ERROR_TAIL_BYTES:] or 'no error output'}")
+        return json.loads(message)
+
+    def fork(self, job: dict, fds: dict[str, int], deadline: float) -> tuple[int, int]:
+        """Sends a job; returns the child's (namespace pid, host pid)."""
+        socket.send_fds(self.control, [json.dumps({**job, "fds": list(fds)}).encode()], list(fds.values()))
+        ns_pid = self.expect("forked", deadline)
+        host_pid = next((p.pid for p in psutil.Process(self.process.pid).children(recursive=True) if _namespace_pid(p.pid) == ns_pid), None)
+        if host_pid is None:
+            raise ConversionUnavailable("the conversion's process could not be found outside its sandbox")
+        return ns_pid, host_pid
+
+    def stop(self) -> None:
+        if self.control is not None:
+            self.control.close()
+            self.control = None
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait()
+            self.process = None
+
+
+_zygotes: dict[ConversionLimits, Zygote] = {}
+_zygotes_lock = threading.Lock()
+
+
+def zygote_for(limits: ConversionLimits) -> Zygote:
+    with _zygotes_lock:
+        return _zygotes.setdefault(limits, Zygote(limits))

@@ -1,0 +1,109 @@
+"""The conversion zygote: a long-lived process inside the conversion sandbox (see sandbox.py) that imports
+ifcopenshell and the pipeline once, then forks one child per conversion, so no conversion pays for starting Python
+and importing ifcopenshell.
+
+    python -m models_app.conversion.zygote --control-fd N
+
+Talks to its worker over a Unix seqpacket socket (fd N). A job is one message {"threads": n, "fds": [names]} with
+the descriptors of those names attached (SCM_RIGHTS): go, ifc, metadata, values, geometry, progress, stderr. The
+zygote answers {"ready": pid} once warm, {"forked": pid} per job and {"exited": pid, "status": code} when that
+child has ended (a negative code is the signal that killed it). The child waits on `go` until the worker has moved
+it into the conversion's own cgroup (memory and process caps), and only then reads the IFC. The zygote itself never
+touches a job's files, never starts a thread (fork keeps only the forking thread) and is not dumpable, so a child
+cannot ptrace it or read its memory; it handles one job at a time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import json
+import os
+import signal
+import socket
+import sys
+import traceback
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+MESSAGE_BYTES = 4096
+MAX_FDS = 16
+GO = b"g"
+
+
+def _prctl(option: int, value: int) -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+def _send(control: socket.socket, message: dict) -> None:
+    control.send(json.dumps(message).encode())
+
+
+def _child(job: dict, fds: dict[str, int]) -> None:
+    """Runs one conversion and exits; never returns."""
+    code = 1
+    try:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.dup2(fds["stderr"], 2)
+        os.dup2(fds["stderr"], 1)
+        if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
+            os._exit(3)
+        if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))
+        from models_app.conversion.pipeline import convert
+
+        convert(ifc_fd=fds["ifc"], metadata_fd=fds["metadata"], values_fd=fds["values"], geometry_fd=fds["geometry"],
+                progress_fd=fds["progress"], threads=int(job["threads"]))
+        code = 0
+    except MemoryError:
+        print("the conversion ran out of memory", file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - everything goes to the worker as the error tail
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(control: socket.socket) -> None:
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, MESSAGE_BYTES, MAX_FDS)
+        if not message:
+            return  # the worker is gone
+        job = json.loads(message)
+        named = dict(zip(job["fds"], fds))
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _child(job, named)
+        for fd in fds:
+            os.close(fd)
+        _send(control, {"forked": pid})
+        _, status = os.waitpid(pid, 0)
+        _send(control, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[sys.argv.index("--control-fd") + 1]))
+    # everything a conversion imports, once
+    import numpy  # noqa: F401
+    import ifcopenshell  # noqa: F401
+    import ifcopenshell.geom  # noqa: F401
+    import ifcopenshell.util.classification  # noqa: F401
+    import ifcopenshell.util.element  # noqa: F401
+
+    from models_app.conversion import element_values, geometry, metadata, pipeline  # noqa: F401
+
+    # schema definitions are left to load in the child that needs one (0.02 s; they would sit in the zygote's
+    # memory during every node stage); what is loaded stays out of the collector's way, so children do not copy it
+    gc.collect()
+    gc.freeze()
+    _prctl(PR_SET_DUMPABLE, 0)
+    _send(control, {"ready": os.getpid()})
+    serve(control)
+
+
+if __name__ == "__main__":
+    main()

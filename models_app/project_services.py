@@ -1,0 +1,202 @@
+"""Use cases of projects (a project is a group of models): create one (an ifc project gets its skeleton model at
+once), create a project's model from a build script, create the model of a cad or cad->ifc project, delete a project
+with everything it owns, and the project lock a delivery holds while it builds.
+
+A model of a project carries the marker file `model.project` (the project id) in its folder, written before its
+first build: the edit service lets a build script read a drawing ("source" in PARAMS) only when both carry the same
+marker, so a script can never read another project's drawing."""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
+from pathlib import Path
+
+from django.conf import settings
+from filelock import ReadWriteLock, Timeout
+
+from models_app import cancellation, edit_client
+from models_app.models import IfcModel, Project, ProjectModel
+from models_app.project_selectors import project_get, project_model_ids, project_model_of_format, project_of_model
+from models_app.services import model_create_for_script, model_delete, request_conversion
+from models_app.signals import project_deleting
+from models_app.storage import latest_saved_product, model_dir, publish_text
+from viewer_gateway.envelope import ApiError, Conflict, InvalidInput, NotFound, UpstreamError
+from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PROJECT_TITLE = "AI 项目"
+PROJECT_FILE = "model.project"  # read by the edit service (edit_service/engine/workflow.py, script_inputs)
+SKELETONS = Path(__file__).resolve().parent / "skeletons"
+IFC_SKELETON = SKELETONS / "ifc_project.py"
+DRAWING_SKELETON = SKELETONS / "cad_drawing.py"
+IFC_FROM_DRAWING_SKELETON = SKELETONS / "ifc_from_drawing.py"
+
+
+# --- skeleton build scripts --------------------------------------------------------------------------------------
+
+
+def skeleton(path: Path, replacements: dict[str, str]) -> str:
+    """A skeleton build script with some PARAMS literals replaced (the skeletons are ours, so their text is known)."""
+    script = path.read_text(encoding="utf-8")
+    for old, new in replacements.items():
+        if old not in script:
+            raise RuntimeError(f"skeleton {path.name} has no {old!r}")
+        script = script.replace(old, new, 1)
+    return script
+
+
+def _named(path: Path, placeholder: str, name: str, more: dict[str, str] | None = None, params: dict | None = None) -> str:
+    """A skeleton with its name, and PARAMS the skeleton declares as None given values (Python literals: the values
+    are JSON data, whose repr is a literal)."""
+    filled = {f'"{key}": None': f'"{key}": {value!r}' for key, value in (params or {}).items()}
+    return skeleton(path, {f'"name": "{placeholder}"': f'"name": {json.dumps(name, ensure_ascii=False)}', **(more or {}), **filled})
+
+
+def ifc_skeleton_script(title: str, params: dict | None = None) -> str:
+    return _named(IFC_SKELETON, "New project", title, params=params)
+
+
+# --- models of a project -----------------------------------------------------------------------------------------
+
+
+def _write_marker(project_id: str, model_id: str) -> None:
+    publish_text(model_dir(model_id) / PROJECT_FILE, project_id)
+
+
+def project_add_model(project: Project, model: IfcModel) -> None:
+    ProjectModel.objects.create(project=project, model=model)
+    _write_marker(project.id, model.id)
+
+
+def project_markers_write() -> int:
+    """Writes the project marker of every project model that lacks it (models added before markers existed); run
+    at gateway start. Returns how many were written."""
+    written = 0
+    for project_id, model_id in ProjectModel.objects.values_list("project_id", "model_id"):
+        marker = model_dir(model_id) / PROJECT_FILE
+        if marker.parent.is_dir() and not marker.exists():
+            _write_marker(project_id, model_id)
+            written += 1
+    return written
+
+
+def project_model_create(*, project: Project, name: str, script: str, note: str, author: str = DEFAULT_AUTHOR,
+                         provenance: str = Provenance.UI.value, format: str = IfcModel.Format.IFC) -> tuple[IfcModel, dict]:
+    """A new model of the project built by a script: linked to the project (marker written) before its first build,
+    then staged, run in the sandbox and saved as v1 by the edit service, then converted. Any failure, or the caller
+    giving up before the model is kept (cancellation), leaves nothing behind; edit-service failures are 50200."""
+    model = model_create_for_script(name=name, format=format)
+    try:
+        project_add_model(project, model)
+        edit_client.call("PUT", f"/models/{model.id}/script", json={"script": script, "note": note})
+        cancellation.check()
+        saved = edit_client.call("POST", f"/models/{model.id}/script/save", json={"note": note, "author": author, "provenance": {"source": provenance}})
+        with cancellation.commit(f"created {model.format} model {model.id} ({saved.get('version')})"):
+            request_conversion(model.id)
+    except ApiError as exc:
+        model_delete(model.id)
+        raise UpstreamError(f"the edit service could not build the model: {exc.detail}", data=exc.data) from None
+    except BaseException:
+        model_delete(model.id)
+        raise
+    return model, saved
+
+
+def project_create(*, title: str, kind: str) -> Project:
+    """A new project. Kind ifc gets its skeleton model at once (build script staged, run in the sandbox, saved as
+    v1, converted); cad and cad->ifc start blank (project_model_init creates their models)."""
+    project = Project.objects.create(title=title or DEFAULT_PROJECT_TITLE, kind=kind)
+    if kind == Project.Kind.IFC:
+        try:
+            project_model_create(project=project, name=f"{project.title}.ifc", script=ifc_skeleton_script(project.title), note="project skeleton")
+        except BaseException:
+            project.delete()
+            raise
+    return project
+
+
+def project_model_init(*, project: Project, title: str = "", script: str | None = None, params: dict | None = None,
+                       author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value) -> tuple[IfcModel, dict]:
+    """The next model of a cad or cad->ifc project, from `script` or a skeleton (with `params` filled in): a cad
+    project gets its drawing; a cad->ifc project first its drawing, then its IFC model, whose script reads the
+    drawing's latest saved version (pinned in PARAMS "source")."""
+    if project.kind == Project.Kind.IFC:
+        raise InvalidInput("init_model is for cad and cad->ifc projects (an ifc project gets its model when it is created)")
+    drawing = project_model_of_format(project, IfcModel.Format.DXF)
+    name = title or project.title
+    if drawing is None:
+        model_format, suffix = IfcModel.Format.DXF, ".dxf"
+        script = script or _named(DRAWING_SKELETON, "New drawing", name, params=params)
+    elif project.kind == Project.Kind.CAD_TO_IFC and project_model_of_format(project, IfcModel.Format.IFC) is None:
+        model_format, suffix = IfcModel.Format.IFC, ".ifc"
+        saved = latest_saved_product(drawing.id, ".dxf")
+        if saved is None:
+            raise InvalidInput(f"the drawing {drawing.id} has no saved version to build the IFC model from")
+        source = {"model": drawing.id, "version": saved.stem}
+        script = script or _named(IFC_FROM_DRAWING_SKELETON, "New building", name,
+                                  {'"source": {"model": "m_0000000000000000", "version": "v1"}': f'"source": {json.dumps(source)}'}, params)
+    else:
+        raise InvalidInput(f"the project already has its model(s): {', '.join(project_model_ids(project))}")
+    return project_model_create(project=project, name=f"{name}{suffix}", script=script, note="init_model", author=author,
+                                provenance=provenance, format=model_format)
+
+
+def project_delete(project_id: str) -> None:
+    """The project with everything it owns: what other apps keep for it (its chat session, plan files; they are
+    told first, project_deleting) and every model of the project with its issues, changes, overrides and files."""
+    project = project_get(project_id)
+    project_deleting.send(sender=None, project_id=project.id)
+    for model_id in project_model_ids(project):
+        try:
+            model_delete(model_id)
+        except NotFound:
+            continue
+    project.delete()
+    _lock_file(project.id).unlink(missing_ok=True)
+
+
+# --- the project lock --------------------------------------------------------------------------------------------
+
+LOCK_WAIT_SECONDS = 600  # a delivery builds up to two versions (a sandbox run, validation and snapshot each)
+_held: ContextVar[frozenset[str]] = ContextVar("held_project_locks", default=frozenset())
+
+
+def _lock_file(project_id: str) -> Path:
+    return Path(settings.DATA_DIR) / "projects" / f"{project_id}.lock.db"
+
+
+@contextmanager
+def project_lock(project_id: str, *, exclusive: bool, wait_seconds: float = LOCK_WAIT_SECONDS):
+    """A read-write lock per project, across processes: a delivery holds it exclusively while it builds the
+    project's models, so no edit of those models is staged meanwhile; edits of a project's model (script routes)
+    hold it shared, so they run side by side but never during a delivery. Re-entrant within one call chain."""
+    if project_id in _held.get():
+        yield
+        return
+    path = _lock_file(project_id)
+    path.parent.mkdir(exist_ok=True)
+    lock = ReadWriteLock(path, timeout=wait_seconds, is_singleton=False)
+    try:
+        held = lock.write_lock() if exclusive else lock.read_lock()
+        with held:
+            token = _held.set(_held.get() | {project_id})
+            try:
+                yield
+            finally:
+                _held.reset(token)
+    except Timeout:
+        raise Conflict(f"project {project_id} is busy (a delivery is building its models); try again") from None
+    finally:
+        lock.close()
+
+
+def project_lock_of_model(model_id: str):
+    """The shared project lock around a change of a model's staging or product (nothing for a model outside any
+    project)."""
+    project_id = project_of_model(model_id)
+    return project_lock(project_id, exclusive=False) if project_id else nullcontext()
+

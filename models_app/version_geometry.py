@@ -1,0 +1,227 @@
+"""Use cases of a saved version's geometry: its XKT and metadata.json, converted on request so that a version diff
+can draw the elements removed since that version. The IFC comes from the edit service (which rebuilds an older
+version from its script in its sandbox), the conversion is the current model's confined pipeline, run by the same
+conversion workers on the same queue. Versions never change: a ready version is never converted again.
+
+States: queued -> converting -> ready | failed. A request while queued or converting answers that state; a failed
+one is queued again by the next request; a worker that dies mid-run leaves it to recovery (re-queued, at most
+MAX_ATTEMPTS runs)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+from django.db import transaction
+from django.utils import timezone
+
+from models_app import edit_client
+from models_app.models import IfcModel, VersionGeometry
+from models_app.services import (
+    publish_outputs,
+    convert_ifc,
+    model_get,
+    throttled_progress,
+    waiting_task_args,
+    worker_alive,
+    worker_identity,
+)
+from models_app.storage import (
+    IFC_FILE,
+    METADATA_FILE,
+    VERSION_RE,
+    XKT_FILE,
+    fsync_dir,
+    version_geometry_dir,
+    version_geometry_root,
+)
+from viewer_gateway.envelope import ApiError, InvalidInput, NotFound
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+ERROR_TAIL_CHARS = 2048
+ACTIVE = (VersionGeometry.Status.QUEUED, VersionGeometry.Status.CONVERTING)
+
+
+def _version_checked(version: str) -> str:
+    if not VERSION_RE.match(version or ""):
+        raise InvalidInput(f"invalid version {version!r}: a saved version v<n> (v1, v2, ...)")
+    return version
+
+
+def _files_present(model_id: str, version: str) -> bool:
+    folder = version_geometry_dir(model_id, version)
+    return (folder / XKT_FILE).is_file() and (folder / METADATA_FILE).is_file()
+
+
+# --- selectors -------------------------------------------------------------------------------------------------
+
+
+def version_geometry_get(model_id: str, version: str) -> VersionGeometry:
+    """The state of a version's geometry; 40400 until it was requested."""
+    model = model_get(model_id)
+    _version_checked(version)
+    geometry = VersionGeometry.objects.filter(model=model, version=version).first()
+    if geometry is None:
+        raise NotFound(f"the geometry of {version} of model {model.id} was not requested (POST it first)")
+    return geometry
+
+
+def version_geometry_file(model_id: str, version: str, name: str) -> Path:
+    """A published output (model.xkt, metadata.json) of a version; 40400 before it is ready. Ids and version are
+    checked by pattern before any path is made."""
+    model = model_get(model_id)
+    if not VERSION_RE.match(version or ""):
+        raise NotFound(f"invalid version {version!r}: a saved version v<n>")
+    path = version_geometry_dir(model.id, version) / name
+    if not path.is_file():
+        raise NotFound(f"{name} of {version} of model {model.id} is not available (request its geometry and wait until it is ready)")
+    return path
+
+
+# --- requesting ------------------------------------------------------------------------------------------------
+
+
+def _saved_versions(model_id: str) -> list[str]:
+    listing = edit_client.call("GET", f"/models/{model_id}/versions")
+    return [item.get("version") for item in listing.get("versions") or []]
+
+
+def version_geometry_request(model_id: str, version: str) -> VersionGeometry:
+    """Queues the conversion of a saved version's geometry once; answers its state. 40001 for a drawing or a
+    version that is not v<n>, 40400 for a version the model has not saved."""
+    from models_app.tasks import convert_version_task
+
+    model = model_get(model_id)
+    if model.format == IfcModel.Format.DXF:
+        raise InvalidInput(f"model {model.id} is a DXF drawing: drawings have no 3D geometry per version")
+    _version_checked(version)
+    existing = VersionGeometry.objects.filter(model=model, version=version).first()
+    if existing is not None and (existing.status in ACTIVE or (existing.status == VersionGeometry.Status.READY and _files_present(model.id, version))):
+        return existing
+    if existing is None:
+        saved = _saved_versions(model.id)
+        if version not in saved:
+            raise NotFound(f"model {model.id} has no version {version} (saved versions: {', '.join(saved) or 'none'})")
+    with transaction.atomic():
+        if IfcModel.objects.select_for_update().filter(pk=model.id).first() is None:  # one request at a time per model
+            raise NotFound(f"model {model.id} not found")
+        geometry, created = VersionGeometry.objects.select_for_update().get_or_create(model=model, version=version)
+        if not created and (geometry.status in ACTIVE or (geometry.status == VersionGeometry.Status.READY and _files_present(model.id, version))):
+            return geometry  # another request queued it meanwhile
+        geometry.status, geometry.error, geometry.attempts, geometry.worker = VersionGeometry.Status.QUEUED, "", 0, ""
+        geometry.progress_phase, geometry.progress_percent = "queued", 0
+        geometry.save()
+        convert_version_task.enqueue(model.id, version)  # same database, same transaction: both or neither
+    return geometry
+
+
+# --- the conversion (inside a conversion worker) ----------------------------------------------------------------
+
+
+def _claim(model_id: str, version: str, identity: str) -> VersionGeometry | None:
+    with transaction.atomic():
+        geometry = VersionGeometry.objects.select_for_update().filter(model_id=model_id, version=version).first()
+        if geometry is None or geometry.status != VersionGeometry.Status.QUEUED:
+            return None  # the model was deleted meanwhile, or a duplicate task of a conversion already handled
+        geometry.status, geometry.worker, geometry.heartbeat_at = VersionGeometry.Status.CONVERTING, identity, timezone.now()
+        geometry.attempts += 1
+        geometry.progress_phase, geometry.progress_percent = "starting", 0
+        geometry.save()
+        return geometry
+
+
+def _finish(geometry: VersionGeometry, **fields) -> None:
+    """Records the end of this worker's run, unless recovery gave the conversion to another worker meanwhile."""
+    VersionGeometry.objects.filter(pk=geometry.pk, status=VersionGeometry.Status.CONVERTING, worker=geometry.worker).update(
+        worker="", updated_at=timezone.now(), **fields
+    )
+
+
+def _publish_version(model_id: str, version: str, work_dir: Path) -> None:
+    """The outputs appear together: moved into a staging folder, which is renamed to versions/<version>. A folder
+    already there came from an earlier run of the same (immutable) version and is kept."""
+    root = version_geometry_root(model_id)
+    staging = root / f".publish-{version}-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        publish_outputs(work_dir, staging)
+        try:
+            os.rename(staging, version_geometry_dir(model_id, version))
+        except OSError:
+            if not _files_present(model_id, version):
+                raise
+        fsync_dir(root)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def run_version_conversion(model_id: str, version: str) -> None:
+    """The task: fetches the version's IFC from the edit service, converts it confined, publishes the outputs."""
+    geometry = _claim(model_id, version, worker_identity())
+    if geometry is None:
+        return
+    on_progress = throttled_progress(lambda phase, percent: VersionGeometry.objects.filter(
+        pk=geometry.pk, status=VersionGeometry.Status.CONVERTING, worker=geometry.worker
+    ).update(progress_phase=phase[:32], progress_percent=percent, heartbeat_at=timezone.now()))
+    root = version_geometry_root(model_id)
+    work_dir = root / f".convert-{version}-{uuid.uuid4().hex[:8]}"
+    try:
+        root.mkdir(exist_ok=True)  # never parents: a deleted model's folder must not come back
+        work_dir.mkdir()
+        on_progress("fetching", 2)
+        edit_client.version_ifc_download(model_id, version, work_dir / IFC_FILE)
+        result = convert_ifc(work_dir / IFC_FILE, work_dir, on_progress)
+        if result.ok:
+            _publish_version(model_id, version, work_dir)
+            _finish(geometry, status=VersionGeometry.Status.READY, error="", progress_phase="done", progress_percent=100)
+        else:
+            _finish(geometry, status=VersionGeometry.Status.FAILED, error=(result.error or "conversion failed")[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
+    except (ApiError, OSError) as exc:  # the edit service could not give the IFC; the model folder vanished (deleted)
+        message = str(exc.detail) if isinstance(exc, ApiError) else f"conversion could not run: {exc}"
+        _finish(geometry, status=VersionGeometry.Status.FAILED, error=message[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    logger.info("conversion of %s of %s finished", version, model_id)
+
+
+# --- recovery (conversion workers, at start and periodically) --------------------------------------------------
+
+
+def _remove_leftovers(model_id: str, version: str) -> None:
+    root = version_geometry_root(model_id)
+    for pattern in (f".convert-{version}-*", f".publish-{version}-*"):
+        for leftover in root.glob(pattern):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+
+def recover_interrupted_version_conversions() -> list[str]:
+    """Conversions whose worker died are queued again (at most MAX_ATTEMPTS runs, then failed); queued ones whose
+    task was lost are enqueued again. Returns "<model id>/<version>" of each re-queued conversion."""
+    from models_app.tasks import convert_version_task
+
+    recovered = []
+    waiting = {tuple(args) for args in waiting_task_args(convert_version_task)}
+    for geometry in VersionGeometry.objects.filter(status__in=ACTIVE):
+        if geometry.status == VersionGeometry.Status.CONVERTING and worker_alive(geometry.worker, geometry.heartbeat_at):
+            continue
+        if geometry.status == VersionGeometry.Status.QUEUED and (geometry.model_id, geometry.version) in waiting:
+            continue
+        with transaction.atomic():
+            still = VersionGeometry.objects.filter(pk=geometry.pk, status=geometry.status, worker=geometry.worker)
+            if geometry.attempts >= MAX_ATTEMPTS:
+                still.update(status=VersionGeometry.Status.FAILED, worker="", progress_phase="", progress_percent=0,
+                             error=f"the conversion worker died {geometry.attempts} times while converting this version")
+                continue
+            if not still.update(status=VersionGeometry.Status.QUEUED, worker="", progress_phase="queued", progress_percent=0):
+                continue
+            convert_version_task.enqueue(geometry.model_id, geometry.version)
+        recovered.append(f"{geometry.model_id}/{geometry.version}")
+        _remove_leftovers(geometry.model_id, geometry.version)
+    for name in recovered:
+        logger.warning("re-queued interrupted version conversion %s", name)
+    return recovered

@@ -1,0 +1,58 @@
+"""IDS checks parse untrusted IFC, so their child process is confined like a conversion's ifcopenshell stage (real
+bubblewrap, real cgroups): it sees neither the configuration nor the data directory, has no network and nothing
+writable, is killed at its memory cap, and is refused where no cgroup can be made unless the operator opted in."""
+
+import json
+import subprocess
+from dataclasses import replace
+
+from checks_app.engine.runner import RESULT_FILE, run_check_process
+from models_app.conversion.sandbox import ConversionLimits, python_command
+from sandboxing import bwrap
+from tests.gateway.test_conversion_sandbox import PYTHON_PROBE, gateway_files, listener  # noqa: F401 - fixtures
+from tests.helpers import sample
+
+IDS = (__import__("pathlib").Path(__file__).resolve().parents[2] / "checks_app" / "examples" / "review-basics.ids").read_text()
+JOB = {"ids": [{"name": "review-basics.ids", "content": IDS}], "overrides": None}
+
+
+def test_the_check_sandbox_sees_no_secret_no_model_no_network(gateway_files, listener):  # noqa: F811
+    port, accepted = listener
+    targets = {**{k: str(v) for k, v in gateway_files.items()}, "port": port}
+    limits = ConversionLimits()
+    command = python_command(limits, ["-c", PYTHON_PROBE, json.dumps(targets)], packages=("checks_app",))
+    argv, env = bwrap.limited(command, rlimits=limits.rlimits(), cgroup=None)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", **env})
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["config"] == found["other"] == found["data"] == "No such file or directory"
+    assert found["network"] != "connected" and accepted == [] and found["writable"] == [] and found["uid"] == 65534
+
+
+def test_a_check_runs_confined_and_reports_progress(tmp_path):
+    progress = []
+    outcome = run_check_process(ifc_path=sample("duplex.ifc"), job=JOB, work_dir=tmp_path, timeout_seconds=300,
+                                limits=ConversionLimits(), on_progress=lambda phase, percent: progress.append(phase))
+    assert outcome.ok, outcome.error
+    result = json.loads((tmp_path / RESULT_FILE).read_text())
+    assert result["summary"]["specifications"] == 13 and {"reading", "checking"} <= set(progress)
+
+
+def test_a_check_is_killed_at_its_memory_cap(tmp_path):
+    outcome = run_check_process(ifc_path=sample("duplex.ifc"), job=JOB, work_dir=tmp_path, timeout_seconds=300,
+                                limits=ConversionLimits(memory_mb=24), on_progress=lambda *_: None)
+    assert not outcome.ok and "memory cap of 24 MB" in outcome.error
+
+
+def test_without_a_cgroup_a_check_is_refused_unless_allowed(tmp_path):
+    plain = tmp_path / "not-a-cgroup"
+    plain.mkdir()
+    (tmp_path / "refused").mkdir()
+    refused = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path / "refused", timeout_seconds=300,
+                                limits=ConversionLimits(cgroup_root=str(plain)), on_progress=lambda *_: None)
+    assert not refused.ok and "isolation unavailable" in refused.error and "conversionAllowNoCgroup" in refused.error
+    assert not (tmp_path / "refused" / RESULT_FILE).exists()
+    (tmp_path / "allowed").mkdir()
+    allowed = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path / "allowed", timeout_seconds=300,
+                                limits=replace(ConversionLimits(cgroup_root=str(plain)), allow_no_cgroup=True), on_progress=lambda *_: None)
+    assert allowed.ok, allowed.error

@@ -1,0 +1,100 @@
+"""IDS checks on the real processes: Daphne gateway, edit service, conversion worker and a check worker
+(`manage.py check_worker`), over HTTP. Saved versions are checked through the edit service's new route
+GET /models/{id}/versions/{version}/ifc (an older version is rebuilt from its script); a check worker killed
+mid-check leaves the check to another worker."""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import time
+
+import pytest
+import requests
+
+from tests.checks.conftest import fire_ids
+from tests.e2e.stack import Stack
+from tests.helpers import sample
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    running = Stack(tmp_path_factory.mktemp("checks-e2e"), workers=1).start()
+    running._spawn("checks0", "manage.py", "check_worker", "--interval", "0.2", "--recovery-interval", "1")
+    yield running
+    running.stop()
+
+
+def data(response: requests.Response):
+    body = response.json()
+    assert body["code"] == 0, body
+    return body["data"]
+
+
+def wait_check(stack: Stack, model_id: str, check_id: str, timeout: float = 300, until=("done", "failed")) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        check = data(stack.api("GET", f"/api/v1/models/{model_id}/checks/{check_id}"))
+        if check["status"] in until:
+            return check
+        time.sleep(0.05)
+    raise TimeoutError(f"check {check_id} still {check['status']} after {timeout} s")
+
+
+def test_versions_are_checked_through_the_edit_service(stack):
+    project = data(stack.api("POST", "/api/v1/chat/projects", json={"title": "Checked", "kind": "ifc"}))
+    (model_id,) = project["models"]
+    edit = stack.edit_url
+
+    v1 = requests.get(f"{edit}/models/{model_id}/versions/v1/ifc", timeout=60)
+    assert v1.status_code == 200 and v1.headers["Content-Type"] == "application/x-step" and v1.content.startswith(b"ISO-10303-21;")
+    for path in (f"/models/{model_id}/versions/v9/ifc", f"/models/{model_id}/versions/x/ifc", "/models/m_0000000000000000/versions/v1/ifc", "/models/bad/versions/v1/ifc"):
+        response = requests.get(edit + path, timeout=30)
+        assert response.status_code == 404 and "detail" in response.json(), path
+
+    params = data(stack.api("GET", f"/api/v1/models/{model_id}/script/params"))
+    params = params.get("params", params)
+    data(stack.api("PUT", f"/api/v1/models/{model_id}/script", json={"params": {**params, "external_wall_fire_rating": "REI60"}}))
+    assert data(stack.api("POST", f"/api/v1/models/{model_id}/script/save", json={"note": "fire ratings"}))["version"] == "v2"
+    rebuilt = requests.get(f"{edit}/models/{model_id}/versions/v1/ifc", timeout=120)  # v1 is not materialised any more
+    assert rebuilt.status_code == 200 and b"'F30'" in rebuilt.content and b"'REI60'" not in rebuilt.content
+
+    assert data(stack.api("PUT", f"/api/v1/projects/{project['projectId']}/ids/fire.ids", data=fire_ids(), headers={"Content-Type": "application/xml"}))["created"]
+    results = {}
+    for version in ("v1", "v2", "current"):
+        started = data(stack.api("POST", f"/api/v1/models/{model_id}/checks", json={"ids": ["fire.ids"], "version": version}))
+        check = wait_check(stack, model_id, started["checkId"])
+        assert check["status"] == "done", check["error"]
+        results[version] = check["result"]["specifications"][0]
+    assert (results["v1"]["status"], results["v1"]["failedElements"], results["v1"]["applicable"]) == ("fail", 4, 4)
+    assert {f["found"] for f in results["v1"]["failures"]} == {"F30"}
+    assert results["v2"]["status"] == "pass" and results["current"]["status"] == "pass"
+
+    again = data(stack.api("POST", f"/api/v1/models/{model_id}/checks", json={"ids": ["fire.ids"], "version": "v1"}))
+    assert (again["status"], again["cached"]) == ("done", True)
+    unknown = stack.api("POST", f"/api/v1/models/{model_id}/checks", json={"ids": ["fire.ids"], "version": "v9"}).json()
+    assert unknown["code"] == 40400 and "v9" in unknown["message"]
+    assert len(data(stack.api("GET", f"/api/v1/models/{model_id}/checks"))) == 3
+
+
+def attempts(stack: Stack, check_id: str) -> int:
+    with sqlite3.connect(stack.data_dir / "viewer.sqlite3") as database:
+        return database.execute("SELECT attempts FROM checks_app_check WHERE id = ?", (check_id,)).fetchone()[0]
+
+
+def test_a_check_worker_killed_mid_check_leaves_the_check_to_another(stack):
+    with open(sample("duplex.ifc"), "rb") as handle:
+        model_id = data(stack.api("POST", "/api/v1/models", files={"file": ("duplex.ifc", handle, "application/octet-stream")}))["id"]
+    ids = {"ids": ("fire.ids", fire_ids().replace(b'ifcVersion="IFC4"', b'ifcVersion="IFC2X3"').replace(b"IFCWALL", b"IFCWALLSTANDARDCASE"), "application/xml")}
+    started = data(stack.api("POST", f"/api/v1/models/{model_id}/checks", files=ids))
+    wait_check(stack, model_id, started["checkId"], until=("running", "done", "failed"))
+    stack.kill("checks0", signal.SIGKILL)  # the worker and, through PR_SET_PDEATHSIG, its check process
+    check = data(stack.api("GET", f"/api/v1/models/{model_id}/checks/{started['checkId']}"))
+    if check["status"] == "done":
+        pytest.fail("the check finished before the worker was killed: use a larger model")
+    stack._spawn("checks1", "manage.py", "check_worker", "--interval", "0.2", "--recovery-interval", "1")
+    check = wait_check(stack, model_id, started["checkId"])
+    assert check["status"] == "done" and attempts(stack, started["checkId"]) == 2
+    assert check["result"]["specifications"][0]["applicable"] == 56 and check["result"]["specifications"][0]["status"] == "fail"

@@ -1,0 +1,183 @@
+"""Trust decisions at the gateway's edge, made from the request line and headers alone.
+
+Two places call these functions and must decide alike: the server, before a single body byte is read
+(viewer_gateway/server.py), and the Django middleware (viewer_gateway/auth.py), which repeats the check for
+requests that reach Django by other ways (tests, another ASGI server). Both decide on the path exactly as it
+arrived on the wire, which is what Django routes on (`request.path_info`): a client-supplied root path
+(`Daphne-Root-Path`) or forwarded prefix never changes routing, and a forwarded prefix, client address or scheme is
+honoured only from a proxy the operator names in `trustedProxies` (see `ForwardedView`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import re
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.urls import Resolver404, resolve
+
+from viewer_gateway.envelope import CROSS_SITE, UNAUTHORIZED
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+# URL names of the GETs that stay anonymous: the spec's three static files and a saved version's geometry files
+# (viewers and <img> tags cannot send headers), and the two HTML shells that ask for the token and send it with
+# every request they make.
+ANONYMOUS_GET_ROUTES = frozenset({
+    "model-xkt", "model-metadata", "model-version-xkt", "model-version-metadata", "issue-screenshot", "web-client", "docs",
+})
+# Django's admin has its own staff login, session and CSRF protection.
+SELF_AUTHENTICATING_NAMESPACES = frozenset({"admin"})
+FORWARDED_PREFIX_RE = re.compile(r"^(/(?!\.{1,2}(?:/|$))[A-Za-z0-9._~-]+)+$")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    code: int
+    message: str
+
+
+@dataclass(frozen=True)
+class ForwardedView:
+    """Who sent a request and how, as the gateway may believe it: the TCP peer, unless that peer is a trusted
+    proxy, whose X-Forwarded-For / -Proto / -Prefix headers are then taken."""
+
+    client_host: str
+    scheme: str
+    root_path: str
+
+    @classmethod
+    def of(cls, peer_host: str, scheme: str, headers: dict[str, str]) -> ForwardedView:
+        if not _is_trusted_proxy(peer_host):
+            return cls(peer_host, scheme, "")
+        hops = [hop.strip() for hop in headers.get("x-forwarded-for", "").split(",") if hop.strip()]
+        # The rightmost address a trusted proxy did not add is the client; anything left of it is client-supplied.
+        client = next((hop for hop in reversed(hops) if not _is_trusted_proxy(hop)), peer_host)
+        proto = headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+        prefix = headers.get("x-forwarded-prefix", "").strip().rstrip("/")
+        return cls(
+            client,
+            proto if proto in ("http", "https") else scheme,
+            prefix if FORWARDED_PREFIX_RE.match(prefix) else "",
+        )
+
+
+def _is_trusted_proxy(host: str) -> bool:
+    networks = settings.VIEWER.trusted_proxy_networks
+    if not networks:
+        return False
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return any(address in network for network in networks)
+
+
+def _route(path_info: str):
+    try:
+        return resolve(path_info)
+    except Resolver404:
+        return None
+
+
+def route_name(path_info: str) -> str | None:
+    route = _route(path_info)
+    return route.url_name if route else None
+
+
+def is_preflight(method: str, headers: dict[str, str]) -> bool:
+    return method == "OPTIONS" and "origin" in headers and "access-control-request-method" in headers
+
+
+def is_token_exempt(method: str, path_info: str, headers: dict[str, str]) -> bool:
+    if is_preflight(method, headers):
+        return True
+    route = _route(path_info)
+    if route is not None and SELF_AUTHENTICATING_NAMESPACES.intersection(route.namespaces):
+        return True
+    if method not in ("GET", "HEAD"):
+        return False
+    if route is None:
+        # Static assets: WhiteNoise serves them by path_info before Django routes; no view answers under STATIC_URL.
+        return path_info.startswith(settings.STATIC_URL)
+    return route.url_name in ANONYMOUS_GET_ROUTES
+
+
+def token_matches(header: str, token: str) -> bool:
+    scheme, _, presented = header.partition(" ")
+    if scheme.lower() != "bearer":
+        presented = ""
+    return hmac.compare_digest(presented.strip().encode(), token.encode())
+
+
+def _origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.hostname:
+        return ""
+    default_port = {"http": 80, "https": 443}.get(parts.scheme.lower())
+    try:
+        port = parts.port
+    except ValueError:
+        return ""
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme.lower()}://{host}" + (f":{port}" if port and port != default_port else "")
+
+
+def request_origin(headers: dict[str, str]) -> str | None:
+    """The site a browser says the request comes from (Origin, else Referer); None for non-browser clients, "" for
+    an opaque origin ("null", or a header that is not a URL)."""
+    if "origin" in headers:
+        return _origin_of(headers["origin"])
+    if "referer" in headers:
+        return _origin_of(headers["referer"])
+    return None
+
+
+def cross_site_refusal(method: str, scheme: str, host: str, headers: dict[str, str]) -> Refusal | None:
+    """A state-changing request from a page of another site is refused (a browser sends a multipart POST
+    cross-origin without a preflight, so CORS alone does not stop it). Allowed: the gateway's own origin, the
+    corsOrigins whitelist, and clients that send neither Origin nor Referer (curl, scripts, the agent)."""
+    if method in SAFE_METHODS:
+        return None
+    origin = request_origin(headers)
+    if origin is None:
+        return None
+    own = _origin_of(f"{scheme}://{host}")
+    allowed = {own, *(_origin_of(o) for o in settings.VIEWER.corsOrigins)} - {""}
+    if origin in allowed:
+        return None
+    shown = headers.get("origin") or headers.get("referer", "")
+    return Refusal(
+        CROSS_SITE,
+        f"cross-site request refused: {method} from {shown[:200]!r}, which is neither this gateway's origin nor in corsOrigins",
+    )
+
+
+def token_refusal(method: str, path_info: str, headers: dict[str, str]) -> Refusal | None:
+    token = settings.VIEWER.apiToken
+    if not token or is_token_exempt(method, path_info, headers):
+        return None
+    if token_matches(headers.get("authorization", ""), token):
+        return None
+    return Refusal(UNAUTHORIZED, "missing or invalid bearer token")
+
+
+def edge_refusal(method: str, path_info: str, scheme: str, host: str, headers: dict[str, str]) -> Refusal | None:
+    """Why the request must be refused before its body is read, or None. `headers` have lowercase names; `host`
+    is the Host the request was sent to (the gateway's own origin is scheme://host)."""
+    return token_refusal(method, path_info, headers) or cross_site_refusal(method, scheme, host, headers)
+
+
+def trusted_scope(scope: dict) -> dict:
+    """The ASGI scope as the gateway may believe it. The server's root_path (Daphne takes it from a client header)
+    is replaced: routing stays on the path as received, and only a trusted proxy's X-Forwarded-Prefix becomes the
+    script prefix that URLs are built with; client address and scheme likewise come from a trusted proxy only."""
+    if scope["type"] not in ("http", "websocket"):
+        return scope
+    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])}
+    peer_host = (scope.get("client") or ["", 0])[0]
+    view = ForwardedView.of(peer_host, scope.get("scheme", "http"), headers)
+    client = scope.get("client") if view.client_host == peer_host else [view.client_host, 0]
+    return {**scope, "root_path": view.root_path, "path": view.root_path + scope["path"], "scheme": view.scheme, "client": client}
