@@ -4,7 +4,11 @@ Daphne (Twisted) buffers a whole request body, into a temporary file when it is 
 sees the request, so a check made in Django saves neither bandwidth nor disk. This request class asks the service,
 once the headers are in, whether to refuse the request outright (`HeaderCheck`: a missing token, say) and how large
 a body the route accepts (`BodyLimit`), checked against Content-Length and again while a body without a length
-streams in; a refusal is answered by the server itself, and the connection closed without reading the body.
+streams in; a refusal is answered by the server itself without handing the body to anyone.
+
+A refused connection is closed the way nginx's lingering close does it: the answer is sent and the write side shut,
+then whatever the client still sends is read and dropped for a short while, so a client that is busy uploading
+reads the refusal instead of a connection reset (a browser shows "connection reset" otherwise).
 """
 
 from __future__ import annotations
@@ -15,6 +19,11 @@ from urllib.parse import unquote
 
 from daphne import http_protocol
 from daphne.cli import CommandLineInterface
+from twisted.internet import reactor
+
+# how long, and for how many bytes at most, a refused client may go on sending before the connection is cut
+LINGER_SECONDS = 5.0
+LINGER_MAX_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -101,8 +110,32 @@ class CheckedRequest(http_protocol.WebRequest):
 
     def _refuse(self, answer: bytes) -> None:
         self._refused = True
-        self.channel.transport.write(answer)
-        self.channel.transport.loseConnection()
+        transport = self.channel.transport
+        transport.write(answer)
+        transport.loseWriteConnection()
+        _drop_further_input(self.channel, transport)
+
+
+def _drop_further_input(channel, transport) -> None:
+    """Reads and drops what the client still sends (no further request on this connection is parsed), then cuts the
+    connection after LINGER_SECONDS or LINGER_MAX_BYTES, whichever comes first."""
+    dropped = 0
+    cut = reactor.callLater(LINGER_SECONDS, transport.abortConnection)
+
+    def drop(data: bytes) -> None:
+        nonlocal dropped
+        dropped += len(data)
+        if dropped > LINGER_MAX_BYTES and cut.active():
+            cut.cancel()
+            transport.abortConnection()
+
+    def lost(reason, original=channel.connectionLost) -> None:
+        if cut.active():
+            cut.cancel()
+        original(reason)
+
+    channel.dataReceived = drop
+    channel.connectionLost = lost
 
 
 def serve(argv: list[str], *, body_limit: BodyLimit, refusal: Refusal, header_check: HeaderCheck | None = None) -> None:

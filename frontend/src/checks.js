@@ -202,7 +202,12 @@ export class ChecksPanel {
     clearTimeout(this.timer);
     const modelId = this.modelId;
     const checks = await guarded(() => this.app.api.get(`${this.base}/checks`), "Loading the checks failed");
-    if (modelId !== this.modelId || !checks) return;
+    if (modelId !== this.modelId) return;
+    if (!checks) {
+      // a poll that failed (a restart, a busy server) must not leave a running check on screen forever
+      if (this.checks && this.checks.some((check) => !finished(check))) this.timer = setTimeout(() => this.refresh(), POLL_MS * 4);
+      return;
+    }
     this.checks = checks;
     if (!this.shown && checks.length) this.shown = checks[0].checkId;
     this.renderChecks();

@@ -42,6 +42,7 @@ def test_upload_check_select_and_pin(page, checks_stack):
     page.locator("[data-testid=ids-file][data-name='review-basics.ids']", has_text="13 specifications").wait_for()
     (kept,) = stack.api("GET", f"/api/v1/projects/{project_id}/ids").json()["data"]
     assert (kept["name"], kept["specifications"]) == ("review-basics.ids", 13)
+    page.locator("[data-testid=check-version] option").nth(1).wait_for(state="attached")
     assert page.locator("[data-testid=check-version] option").all_inner_texts() == ["current product", "v1"]
     page.shot("ids-uploaded")
 
@@ -53,7 +54,9 @@ def test_upload_check_select_and_pin(page, checks_stack):
         page.shot("queued")
     finally:
         hold_worker(stack, False)
-    page.locator("[data-testid=check-item][data-status=done]").wait_for(timeout=120_000)
+    page.locator("[data-testid=check-item][data-status=done], [data-testid=check-item][data-status=failed]").wait_for(timeout=120_000)
+    (listed,) = stack.api("GET", f"/api/v1/models/{model_id}/checks").json()["data"]
+    assert listed["status"] == "done", listed
     page.locator("[data-testid=spec-item]").first.wait_for()
     assert page.locator("[data-testid=check-progress]").is_hidden()
     (check,) = stack.api("GET", f"/api/v1/models/{model_id}/checks").json()["data"]
@@ -118,9 +121,12 @@ def test_a_model_outside_any_project_is_checked_with_a_file_from_disk(page, chec
     model_id = upload_ready(checks_stack, sample("duplex.ifc"))
     open_tab(page, checks_stack, model_id, "checks")
     page.locator("[data-testid=ids-hint]", has_text="belongs to no project").wait_for()
+    page.locator("[data-testid=check-version] option").first.wait_for(state="attached")
     assert page.locator("[data-testid=check-version] option").all_inner_texts() == ["current product"]
     page.set_input_files("[data-testid=check-run-files]", str(IDS))
-    page.locator("[data-testid=check-item][data-status=done]").wait_for(timeout=120_000)
+    page.locator("[data-testid=check-item][data-status=done], [data-testid=check-item][data-status=failed]").wait_for(timeout=120_000)
+    (listed,) = checks_stack.api("GET", f"/api/v1/models/{model_id}/checks").json()["data"]
+    assert listed["status"] == "done", listed
     page.locator("[data-testid=spec-item]").first.wait_for()
     (check,) = checks_stack.api("GET", f"/api/v1/models/{model_id}/checks").json()["data"]
     assert [ids["name"] for ids in check["ids"]] == ["review-basics.ids"]
