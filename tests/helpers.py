@@ -1,4 +1,4 @@
-"""Shared test helpers: sample files, XKT reading, small IFC payloads."""
+"""Shared test helpers: sample files, XKT reading, small IFC payloads, polling."""
 
 from __future__ import annotations
 
@@ -6,10 +6,14 @@ import json
 import os
 import re
 import struct
+import time
 import zlib
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import pytest
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES_DIR = Path(os.environ.get("VIEWER_SAMPLES_DIR") or ROOT.parent / "shared" / "ifc-samples")
@@ -71,3 +75,15 @@ STEP_GUID_RE = re.compile(rb"^#\d+\s*=\s*(IFC[A-Z0-9_]+)\s*\(\s*'([0-9A-Za-z_$]{
 def step_instances(path: Path) -> list[tuple[str, str]]:
     """(CLASS, GlobalId) of every rooted instance, read from the STEP text (works for any schema)."""
     return [(m.group(1).decode(), m.group(2).decode()) for m in STEP_GUID_RE.finditer(path.read_bytes())]
+
+
+def poll(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 300, interval: float = 0.05) -> T:
+    """Calls fetch until done(its result), which it returns; TimeoutError with the last result after timeout s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = fetch()
+        if done(result):
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still {result!r} after {timeout} s")
+        time.sleep(interval)

@@ -122,8 +122,12 @@ TASKS = {
     }
 }
 
+# channels_redis blocks in BZPOPMIN for up to 5 s per receive; redis-py's default read timeout is also 5 s, so an
+# idle stream's read would time out and end the stream. Reads get room above the blocking time.
+REDIS_READ_TIMEOUT_SECONDS = 30
 CHANNEL_LAYERS = (
-    {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [VIEWER.redisURL]}}}
+    {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",
+                 "CONFIG": {"hosts": [{"address": VIEWER.redisURL, "socket_timeout": REDIS_READ_TIMEOUT_SECONDS}]}}}
     if VIEWER.redisURL
     else {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 )

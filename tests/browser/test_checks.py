@@ -23,7 +23,7 @@ IDS = ROOT / "checks_app" / "examples" / "review-basics.ids"
 @pytest.fixture(scope="module")
 def checks_stack(tmp_path_factory):
     stack = Stack(tmp_path_factory.mktemp("checks-web"), workers=1).start()
-    stack._spawn("checks0", "manage.py", "check_worker", "--interval", "0.2", "--recovery-interval", "2")
+    stack.start_check_worker()
     yield stack
     stack.stop()
 

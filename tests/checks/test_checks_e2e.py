@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import signal
 import sqlite3
-import time
 
 import pytest
 import requests
 
 from tests.checks.conftest import fire_ids
 from tests.e2e.stack import Stack
-from tests.helpers import sample
+from tests.helpers import poll, sample
 
 pytestmark = pytest.mark.e2e
 
@@ -22,7 +21,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     running = Stack(tmp_path_factory.mktemp("checks-e2e"), workers=1).start()
-    running._spawn("checks0", "manage.py", "check_worker", "--interval", "0.2", "--recovery-interval", "1")
+    running.start_check_worker()
     yield running
     running.stop()
 
@@ -34,13 +33,7 @@ def data(response: requests.Response):
 
 
 def wait_check(stack: Stack, model_id: str, check_id: str, timeout: float = 300, until=("done", "failed")) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        check = data(stack.api("GET", f"/api/v1/models/{model_id}/checks/{check_id}"))
-        if check["status"] in until:
-            return check
-        time.sleep(0.05)
-    raise TimeoutError(f"check {check_id} still {check['status']} after {timeout} s")
+    return poll(lambda: data(stack.api("GET", f"/api/v1/models/{model_id}/checks/{check_id}")), lambda check: check["status"] in until, timeout)
 
 
 def test_versions_are_checked_through_the_edit_service(stack):
@@ -94,7 +87,7 @@ def test_a_check_worker_killed_mid_check_leaves_the_check_to_another(stack):
     check = data(stack.api("GET", f"/api/v1/models/{model_id}/checks/{started['checkId']}"))
     if check["status"] == "done":
         pytest.fail("the check finished before the worker was killed: use a larger model")
-    stack._spawn("checks1", "manage.py", "check_worker", "--interval", "0.2", "--recovery-interval", "1")
+    stack.start_check_worker("checks1")
     check = wait_check(stack, model_id, started["checkId"])
     assert check["status"] == "done" and attempts(stack, started["checkId"]) == 2
     assert check["result"]["specifications"][0]["applicable"] == 56 and check["result"]["specifications"][0]["status"] == "fail"

@@ -112,6 +112,9 @@ class Stack:
         for index in range(self.worker_count):
             self._spawn(f"worker{index}", "manage.py", "conversion_worker", "--interval", "0.2", "--recovery-interval", "2")
 
+    def start_check_worker(self, name: str = "checks0") -> subprocess.Popen:
+        return self._spawn(name, "manage.py", "check_worker", "--interval", "0.2", "--recovery-interval", "1")
+
     def kill_workers(self, sig=signal.SIGKILL) -> None:
         for name in [name for name in self.processes if name.startswith("worker")]:
             self.kill(name, sig)

@@ -39,7 +39,7 @@ def ok(response):
 def agent_stack(tmp_path_factory, fake):
     config = {"llmAPIKey": "test-key", "llmBaseURL": fake.url, "llmModel": "fake-model"}
     running = Stack(tmp_path_factory.mktemp("agent"), workers=1, config=config).start()
-    running._spawn("checks0", "manage.py", "check_worker", "--interval", "0.2")
+    running.start_check_worker()
     yield running
     running.stop()
 

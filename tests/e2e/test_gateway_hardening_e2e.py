@@ -9,7 +9,7 @@ import requests
 
 from edit_service.sandbox.script_lib import guid_for
 from tests.edit_service.conftest import example
-from tests.helpers import MINIMAL_IFC
+from tests.helpers import MINIMAL_IFC, poll
 
 pytestmark = pytest.mark.e2e
 
@@ -41,17 +41,10 @@ def _content_length(answer: bytes) -> int:
     return 0
 
 
-def wait_until(condition, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-
-
 def test_a_body_over_the_route_limit_is_refused_before_it_is_sent(stack):
     """Daphne would buffer a whole body before Django sees it; the server refuses it from the Content-Length."""
     model_id = ok(stack.api("POST", "/api/v1/models", files={"file": ("a.ifc", MINIMAL_IFC)}))["id"]
-    wait_until(lambda: not any((stack.data_dir / "tmp").iterdir()))  # Django deletes the upload's temporary file after answering
+    poll(lambda: list((stack.data_dir / "tmp").iterdir()), lambda left: not left, timeout=30)  # Django deletes the upload's temporary file after answering
     status, body = raw_request(stack, "POST /api/v1/models HTTP/1.1\nHost: 127.0.0.1\nContent-Type: multipart/form-data; boundary=b\nContent-Length: 50000000000\n")
     assert (status, body["code"]) == (400, 40002) and "MB" in body["message"]
     status, body = raw_request(stack, f"PUT /api/v1/models/{model_id}/script HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\nContent-Length: 20000000\n")

@@ -6,7 +6,6 @@ killed with its worker is finished after the workers restart."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 import requests
@@ -14,7 +13,7 @@ import requests
 from tests.e2e.stack import Stack
 from tests.edit_service.conftest import example
 from tests.gateway.test_version_geometry import SCRIPT
-from tests.helpers import MINIMAL_IFC, xkt_entity_ids
+from tests.helpers import MINIMAL_IFC, poll, xkt_entity_ids
 
 pytestmark = pytest.mark.e2e
 
@@ -51,13 +50,7 @@ def scripted_model(stack: Stack, script: str, versions: list[dict]) -> str:
 
 
 def wait_geometry(stack: Stack, model_id: str, version: str, until=("ready", "failed"), timeout: float = 300) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = data(stack.api("GET", f"/api/v1/models/{model_id}/versions/{version}/geometry"))
-        if state["status"] in until:
-            return state
-        time.sleep(0.05)
-    raise TimeoutError(f"the geometry of {version} is still {state['status']} after {timeout} s")
+    return poll(lambda: data(stack.api("GET", f"/api/v1/models/{model_id}/versions/{version}/geometry")), lambda state: state["status"] in until, timeout)
 
 
 def test_a_removed_element_is_in_its_base_versions_geometry(stack):
