@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -86,5 +87,14 @@ class SSEStream:
 
     def close(self) -> None:
         if self._response is not None:
+            # closing the response does not wake the reader thread blocked in recv(); shutting the socket down does
+            connection = getattr(self._response.raw, "_connection", None)
+            sock = getattr(connection, "sock", None)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             self._response.close()
         self._thread.join(timeout=5)
+        assert not self._thread.is_alive(), f"the stream reader of {self.url} did not stop"
