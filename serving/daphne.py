@@ -21,9 +21,10 @@ from daphne import http_protocol
 from daphne.cli import CommandLineInterface
 from twisted.internet import reactor
 
-# how long, and for how many bytes at most, a refused client may go on sending before the connection is cut
-LINGER_SECONDS = 5.0
-LINGER_MAX_BYTES = 64 * 1024 * 1024
+# how long, and for how many bytes at most, a refused client may go on sending before the connection is cut (a
+# client that reads while it sends, as browsers and curl do, stops at the answer; these bound the others)
+LINGER_SECONDS = 2.0
+LINGER_MAX_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
