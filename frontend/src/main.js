@@ -53,6 +53,7 @@ class App {
     translateStatic();
     onLanguageChange(() => this.relabel());
     this.openFromHash(early);
+    document.body.dataset.app = "ready"; // every control has its handler from here on
   }
 
   languageSwitch() {

@@ -55,6 +55,13 @@ class Page:
         self.page.screenshot(path=str(path))
         return path
 
+    def goto(self, url: str, **kwargs):
+        """Opens a page of the web client and waits until its application chunk is running (its controls are inert
+        before: the page's load event can come before the chunk)."""
+        response = self.page.goto(url, **kwargs)
+        self.page.wait_for_function("document.body && document.body.dataset.app === 'ready'", timeout=60_000)
+        return response
+
     def __getattr__(self, name):
         return getattr(self.page, name)
 

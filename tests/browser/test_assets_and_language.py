@@ -78,3 +78,22 @@ def test_the_language_switch_changes_and_remembers_the_ui_text(page, web_stack, 
     assert page.locator("[data-tab=issues]").inner_text() == "问题"
     page.select_option("[data-testid=language]", "en")
     assert page.locator("[data-tab=issues]").inner_text() == "Issues"
+
+
+def test_controls_wait_for_the_application_chunk(page, web_stack):
+    """The page's load event can come before the application chunk runs; until it has attached its handlers the
+    controls are inert (a click would otherwise be lost), then they work."""
+    held = []
+    page.route("**/static/viewer/chunks/main-*.js", lambda route: held.append(route))
+    page.page.goto(web_stack.url + "/", wait_until="domcontentloaded")
+    page.wait_for_function("document.querySelector('[data-testid=new-project]') !== null")
+    for _ in range(100):
+        if held:
+            break
+        page.page.wait_for_timeout(100)
+    assert held, "the application chunk was requested"
+    assert page.evaluate("document.body.dataset.app") == "starting"
+    assert page.evaluate("getComputedStyle(document.querySelector('[data-testid=new-project]')).pointerEvents") == "none"
+    held[0].continue_()
+    page.wait_for_function("document.body.dataset.app === 'ready'", timeout=30_000)
+    assert page.evaluate("getComputedStyle(document.querySelector('[data-testid=new-project]')).pointerEvents") == "auto"
