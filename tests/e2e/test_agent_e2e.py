@@ -10,6 +10,7 @@ import pytest
 
 from tests.e2e.stack import Stack
 from tests.fake_openai import FakeOpenAI, Reply
+from tests.helpers import poll
 from tests.plans.test_plan_files import PLAN, SUPPLEMENT
 from tests.sse import SSEStream
 
