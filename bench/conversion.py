@@ -199,13 +199,16 @@ def slopes(files: dict) -> dict:
     return out
 
 
-def plot(files: dict, path: Path) -> None:
+def plot(files: dict, path: Path) -> bool:
+    """Writes the growth plot; False when the run had no towers to plot."""
+    towers = sorted((r for name, r in files.items() if name.startswith("tower")), key=lambda r: r["elements"])
+    if not towers:
+        return False
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    towers = sorted((r for name, r in files.items() if name.startswith("tower")), key=lambda r: r["elements"])
     figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(11, 4.2))
     for who, style in (("pipeline", "o-"), ("convert2xkt", "s--")):
         measured = [r for r in towers if who in r]
@@ -222,6 +225,7 @@ def plot(files: dict, path: Path) -> None:
     figure.suptitle("IFC -> XKT: generated towers (edit_service/examples/tower.py)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+    return True
 
 
 def parse_towers(text: str) -> list[tuple[int, int]]:
@@ -264,11 +268,11 @@ def main() -> None:
         pipeline.close()
     report["growth"] = slopes(report["files"])
     (RESULTS / "conversion.json").write_text(json.dumps(report, indent=2))
-    plot(report["files"], RESULTS / "conversion-growth.png")
+    plotted = plot(report["files"], RESULTS / "conversion-growth.png")
     print(json.dumps(report, indent=2))
     print(growth_table(report["files"]))
     print(f"growth per 1,000 elements: {json.dumps(report['growth'])}")
-    print(f"written: {RESULTS / 'conversion.json'}, {RESULTS / 'conversion-growth.png'}")
+    print(f"written: {RESULTS / 'conversion.json'}" + (f", {RESULTS / 'conversion-growth.png'}" if plotted else " (no towers, no plot)"))
 
 
 if __name__ == "__main__":

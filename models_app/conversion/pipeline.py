@@ -3,9 +3,11 @@ in a child of the sandboxed conversion zygote (zygote.py), which has its files o
 worker: the IFC to read, the three outputs to write (in the conversion's own work folder) and a progress pipe.
 
 Each output is streamed while it is produced (metadata and element values object by object, geometry element by
-element), so the stage holds the parsed IFC and little else. Progress goes out as JSON lines {"phase", "percent"};
-when ifcopenshell cannot open the file (e.g. schema IFC4X3_RC2) one line {"fallback": reason} says so and the worker
-converts with xeokit-convert's own IFC parser instead. Kept free of Django.
+element), so the stage holds the parsed IFC and little else. Progress goes out as JSON lines {"phase", "percent"}.
+A file of one of IFC4X3's release candidates (IFC4X3_RC1..RC4, which ifcopenshell does not ship) is read as the
+final release IFC4X3_ADD2 and one line {"note": ...} says so; when ifcopenshell cannot open the file even so, one
+line {"fallback": reason} says why and the worker converts with xeokit-convert's own IFC parser instead. Kept free
+of Django.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import threading
 import time
 
@@ -24,6 +27,11 @@ WRITE_BUFFER_BYTES = 1 << 20
 STAGES = (("reading", 1, 5), ("metadata", 5, 20), ("values", 20, 30), ("geometry", 30, 85))
 READ_BYTES_PER_SECOND = 25 * 1024 * 1024  # ifcopenshell.open on this machine, for the reading estimate
 TICK_SECONDS = 1.0
+# What the conversion writes (classes, names, the object tree, property sets, shapes) is the same in IFC4X3's release
+# candidates and in its final release; attributes that moved between them are not among its outputs.
+RELEASE_CANDIDATE_SCHEMA = re.compile(rb"(FILE_SCHEMA\s*\(\s*\(\s*')(IFC4X3_RC\d)('\s*\)\s*\))", re.IGNORECASE)
+FINAL_RELEASE = b"IFC4X3_ADD2"
+HEADER_BYTES = 64 * 1024
 
 
 class Progress:
@@ -67,13 +75,46 @@ class _ReadingTicker:
         self.thread.join()
 
 
+def _as_final_release(ifc_fd: int) -> tuple[int, str] | None:
+    """A memory file holding the IFC with its header naming IFC4X3_ADD2 instead of a release candidate, and that
+    candidate's name; None when the header names no release candidate."""
+    head = os.pread(ifc_fd, HEADER_BYTES, 0)
+    header = head[:head.upper().find(b"ENDSEC")]
+    match = RELEASE_CANDIDATE_SCHEMA.search(header)
+    if match is None:
+        return None
+    copy = os.memfd_create("ifc-final-release", os.MFD_CLOEXEC)
+    os.write(copy, header[:match.start(2)] + FINAL_RELEASE + header[match.end(2):])
+    offset, size = len(header), os.fstat(ifc_fd).st_size
+    while offset < size:
+        offset += os.sendfile(copy, ifc_fd, offset, size - offset)
+    return copy, match.group(2).decode("ascii").upper()
+
+
+def open_ifc(ifc_fd: int, progress: Progress):
+    """The IFC opened by ifcopenshell (a release candidate of IFC4X3 as its final release, saying so)."""
+    import ifcopenshell
+
+    try:
+        return ifcopenshell.open(f"/proc/self/fd/{ifc_fd}", ".ifc")
+    except ifcopenshell.SchemaError:
+        final_release = _as_final_release(ifc_fd)
+        if final_release is None:
+            raise
+    copy, candidate = final_release
+    try:
+        ifc = ifcopenshell.open(f"/proc/self/fd/{copy}", ".ifc")
+    finally:
+        os.close(copy)
+    progress.send({"note": f"schema {candidate} (a release candidate) read as its final release {FINAL_RELEASE.decode()}"})
+    return ifc
+
+
 def _text_output(fd: int):
     return io.TextIOWrapper(io.BufferedWriter(io.FileIO(fd, "w", closefd=True), WRITE_BUFFER_BYTES), encoding="utf-8")
 
 
 def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, progress_fd: int, threads: int) -> None:
-    import ifcopenshell
-
     from models_app.conversion.element_values import write_element_values
     from models_app.conversion.geometry import write_geometry
     from models_app.conversion.metadata import MetaModel
@@ -82,7 +123,7 @@ def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, 
     progress.report("reading", 1)
     try:
         with _ReadingTicker(progress, os.fstat(ifc_fd).st_size):
-            ifc = ifcopenshell.open(f"/proc/self/fd/{ifc_fd}", ".ifc")
+            ifc = open_ifc(ifc_fd, progress)
     except Exception as exc:  # ifcopenshell raises several types for unsupported schemas and parse errors
         progress.send({"fallback": f"{type(exc).__name__}: {exc}"[:500]})
         return

@@ -10,6 +10,7 @@ peaks never add up. Every file either stage touches is a descriptor opened here,
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import signal
@@ -28,6 +29,8 @@ from sandboxing.cgroups import RunCgroup
 from sandboxing.probe import IsolationUnavailable
 from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageOutput, StageTimeout
 from viewer_gateway.config import SHIPPED_CONVERTER
+
+log = logging.getLogger(__name__)
 
 XKT_FILE = "model.xkt"
 RAW_FALLBACK_METADATA = "fallback-metadata.json"
@@ -60,6 +63,8 @@ class _Conversion:
             message = json.loads(line)
             if "fallback" in message:
                 self.fallback = str(message["fallback"])
+            elif "note" in message:
+                log.info("conversion %s: %s", self.work_dir.name, message["note"])
             else:
                 self.on_progress(message["phase"], message["percent"])
         except (ValueError, KeyError, TypeError):

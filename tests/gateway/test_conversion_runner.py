@@ -15,9 +15,9 @@ from viewer_gateway.config import SHIPPED_CONVERTER as CONVERTER
 
 
 
-def convert(tmp_path, **overrides):
+def convert(tmp_path, ifc_bytes=MINIMAL_IFC, **overrides):
     ifc = tmp_path / "model.ifc"
-    ifc.write_bytes(MINIMAL_IFC)
+    ifc.write_bytes(ifc_bytes)
     out = tmp_path / "out"
     out.mkdir()
     options = {"node_bin": "node", "converter_script": CONVERTER, "timeout_seconds": 120, "on_progress": lambda *_: None, **overrides}
@@ -27,6 +27,16 @@ def convert(tmp_path, **overrides):
 def test_the_minimal_ifc_converts(tmp_path):
     result = convert(tmp_path)
     assert result.ok, result.error
+
+
+def test_an_ifc4x3_release_candidate_is_read_as_the_final_release_and_logged(tmp_path, caplog):
+    candidate = MINIMAL_IFC.replace(b"FILE_SCHEMA(('IFC4'))", b"FILE_SCHEMA(('ifc4x3_rc3'))")
+    with caplog.at_level("INFO", logger=runner.__name__):
+        result = convert(tmp_path, candidate)
+    assert result.ok, result.error
+    assert (tmp_path / "out" / "element-values.json").exists()  # ifcopenshell read it: the web-ifc fallback writes none
+    assert "IFC4X3_RC3 (a release candidate) read as its final release IFC4X3_ADD2" in caplog.text
+    assert (tmp_path / "model.ifc").read_bytes() == candidate
 
 
 def test_a_missing_node_binary_names_the_setting(tmp_path):
