@@ -95,7 +95,8 @@ class TopicRecord:
 
     viewpoints: BCF-API 3.0 dicts (images as URLs on export, as PendingImage under "pending" on import).
     document_references: [{guid, url, documentGuid, description, filename, documentDescription}].
-    On export, `camera`, `entity_id` and `screenshot` make the one viewpoint of an issue that has none stored."""
+    On export, `camera`, `entity_id`, `entity_bounds` and `screenshot` make the one viewpoint of an issue that has none
+    stored."""
 
     guid: str
     title: str
@@ -121,6 +122,7 @@ class TopicRecord:
     viewpoints: list[dict] = field(default_factory=list)
     camera: dict | None = None
     entity_id: str = ""
+    entity_bounds: list[float] | None = None  # [min x, y, z, max x, y, z] of the element, IFC world coordinates
     screenshot: Path | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -218,19 +220,43 @@ def _xml_visualization(viewpoint: dict, bitmap_names: list[str]) -> bcf_model.Vi
     )
 
 
+def _perspective(eye, direction, up) -> dict:
+    return {
+        "camera_view_point": dict(zip("xyz", map(float, eye[:3]))), "camera_direction": dict(zip("xyz", map(float, direction[:3]))),
+        "camera_up_vector": dict(zip("xyz", map(float, up[:3]))), "field_of_view": DEFAULT_FIELD_OF_VIEW, "aspect_ratio": 1.0,
+    }
+
+
+def camera_at_bounds(bounds: list[float]) -> dict | None:
+    """A perspective camera (field of view 60) looking down at the centre of the bounds from the south-west, far
+    enough for the sphere around them to fill the view, Z up."""
+    if not (isinstance(bounds, list) and len(bounds) == 6 and all(isinstance(v, (int, float)) and math.isfinite(v) for v in bounds)):
+        return None
+    low, high = bounds[:3], bounds[3:]
+    centre = [(a + b) / 2 for a, b in zip(low, high)]
+    radius = max(math.dist(low, high) / 2, 0.5)  # a point-sized element is still shown with what is around it
+    distance = radius / math.sin(math.radians(DEFAULT_FIELD_OF_VIEW) / 2)
+    direction = [1.0, 1.0, -1.0]  # from (-x, -y, +z) towards the centre
+    norm = math.sqrt(sum(d * d for d in direction))
+    direction = [d / norm for d in direction]
+    eye = [c - d * distance for c, d in zip(centre, direction)]
+    up = [-direction[0] * direction[2], -direction[1] * direction[2], direction[0] ** 2 + direction[1] ** 2]  # Z made square to it
+    return _perspective(eye, direction, up)
+
+
 def synthesized_viewpoint(topic: TopicRecord) -> dict | None:
     """The one viewpoint of an issue without stored viewpoints: its camera (perspective, eye, direction = look - eye,
-    up, field of view 60), its element as the selected component and its screenshot as snapshot."""
+    up, field of view 60) or, without one, a camera aimed at its element's bounds; its element as the selected
+    component and its screenshot as snapshot."""
     camera = topic.camera or {}
     eye, look, up = (camera.get(key) for key in ("eye", "look", "up"))
     perspective = None
     if all(isinstance(v, list) and len(v) >= 3 for v in (eye, look, up)):
         direction = [look[i] - eye[i] for i in range(3)]
         if any(direction):
-            perspective = {
-                "camera_view_point": dict(zip("xyz", map(float, eye[:3]))), "camera_direction": dict(zip("xyz", map(float, direction))),
-                "camera_up_vector": dict(zip("xyz", map(float, up[:3]))), "field_of_view": DEFAULT_FIELD_OF_VIEW, "aspect_ratio": 1.0,
-            }
+            perspective = _perspective(eye, direction, up)
+    if perspective is None and topic.entity_bounds is not None:
+        perspective = camera_at_bounds(topic.entity_bounds)
     if perspective is None and topic.screenshot is None:
         return None
     components = None

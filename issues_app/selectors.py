@@ -12,7 +12,7 @@ import orjson
 from django.db import connection
 
 from issues_app.models import OVERRIDE_FIELDS, Issue
-from models_app.storage import ELEMENT_VALUES_FILE, METADATA_FILE, model_file
+from models_app.storage import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, METADATA_FILE, model_file
 
 # API field -> column, in the order of IssueSerializer
 ISSUE_COLUMNS = {
@@ -107,6 +107,16 @@ def element_ifc_value(model_id: str, entity_id: str, field: str) -> str:
                 continue
         return str(values.get(entity_id, {}).get(field, ""))
     return ""
+
+
+def element_bounds(model_id: str, entity_ids: set[str]) -> dict[str, list[float]]:
+    """The bounds ([min x, y, z, max x, y, z], IFC world coordinates) of those elements that the last conversion wrote
+    bounds for; none for conversions without element-bounds.json (older ones, the web-ifc fallback)."""
+    try:
+        bounds = orjson.loads(model_file(model_id, ELEMENT_BOUNDS_FILE).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return {guid: bounds[guid] for guid in entity_ids if guid in bounds}
 
 
 def _timestamp(value: str | datetime.datetime | None) -> str | None:

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from issues_app import bcf
 from issues_app.models import OVERRIDE_FIELDS, ChangeEntry, Comment, Issue, Override, OverrideMigration
-from issues_app.selectors import element_ifc_value, element_name_and_type, issue_list_json
+from issues_app.selectors import element_bounds, element_ifc_value, element_name_and_type, issue_list_json
 from issues_app.viewpoints import GUID_RE, PendingImage, camera_of, image_urls, pending_images, selected_guid
 from models_app import edit_client
 from models_app.models import IfcModel
@@ -575,7 +575,7 @@ def _document_path(model_id: str, document_guid: str) -> Path:
     return issues_folder(model_id) / DOCUMENTS_FOLDER / document_guid
 
 
-def _topic_record(issue: Issue) -> bcf.TopicRecord:
+def _topic_record(issue: Issue, bounds: dict[str, list[float]]) -> bcf.TopicRecord:
     screenshot = model_dir(issue.model_id) / issue.screenshot if issue.screenshot else None
     return bcf.TopicRecord(
         guid=issue.bcf_topic_guid or bcf.topic_guid_for(issue.model_id, issue.id), title=issue.title, status=issue.status,
@@ -588,7 +588,7 @@ def _topic_record(issue: Issue) -> bcf.TopicRecord:
             bcf.CommentRecord(guid=c.guid, author=c.author, date=c.date, text=c.text, viewpoint_guid=c.viewpoint_guid, modified_date=c.modified_date, modified_author=c.modified_author)
             for c in issue.comments.all()
         ],
-        viewpoints=issue.viewpoints or [], camera=issue.camera, entity_id=issue.entity_id,
+        viewpoints=issue.viewpoints or [], camera=issue.camera, entity_id=issue.entity_id, entity_bounds=bounds.get(issue.entity_id),
         screenshot=screenshot if screenshot is not None and screenshot.is_file() else None,
     )
 
@@ -604,10 +604,11 @@ def issues_export_bcf(model_id: str):
             guid = reference.get("documentGuid")
             if guid and _document_path(model.id, guid).is_file():
                 documents[guid] = (reference.get("filename") or guid, reference.get("documentDescription") or "", _document_path(model.id, guid))
+    bounds = element_bounds(model.id, {issue.entity_id for issue in issues if issue.entity_id and not issue.viewpoints and not issue.camera})
     handle = tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR)
     try:
         bcf.write_bcf_archive(
-            handle, project_id=model.id, project_name=model.name or model.id, topics=[_topic_record(issue) for issue in issues],
+            handle, project_id=model.id, project_name=model.name or model.id, topics=[_topic_record(issue, bounds) for issue in issues],
             documents=documents, image_file=lambda url: _model_image_path(model.id, url),
         )
         handle.seek(0)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from models_app.conversion.pipeline import ELEMENT_VALUES_FILE, METADATA_FILE
+from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, METADATA_FILE
 from models_app.conversion.runner import XKT_FILE
 from models_app.models import MODEL_ID_PATTERN, VERSION_PATTERN
 
@@ -20,9 +20,10 @@ DXF_FILE = "model.dxf"
 RENDER_FILE = "render.json"  # a drawing's 2D preview, published by the edit service with model.dxf
 KIND_FILE = "model.kind"  # tells the edit service a model is a drawing (edit_service/engine/kinds.py)
 BOOTSTRAP_IFC_FILE = "bootstrap.ifc"  # the uploaded original, kept by the edit service when a script takes over
-# conversion outputs; element-values.json holds the IFC values of the override whitelist (issues_app), not served
+# conversion outputs; element-values.json holds the IFC values of the override whitelist and element-bounds.json each
+# element's bounds (both for issues_app), not served
 # Published in this order: a viewer loading both during a publish sees the new metadata before the new geometry.
-STATIC_OUTPUTS = (ELEMENT_VALUES_FILE, METADATA_FILE, XKT_FILE)
+STATIC_OUTPUTS = (ELEMENT_VALUES_FILE, ELEMENT_BOUNDS_FILE, METADATA_FILE, XKT_FILE)
 # the conversion outputs of saved versions, one folder each (versions/v3/model.xkt ...), made on request; not the
 # edit service's script/versions/
 VERSION_GEOMETRY_DIR = "versions"

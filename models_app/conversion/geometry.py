@@ -14,10 +14,15 @@ Format (little-endian) after the 8-byte magic: a sequence of records, each start
               u32 n + u32[n] indices
   3 entity    u16 n + utf-8[n] id, f64[16] matrix (column-major), u32 n, n x (u32 geometry id, i32 material id or -1)
   0 end       u32 number of entity records
+
+Beside the records, each element's axis-aligned bounds in IFC world coordinates (metres, Z up) go to
+element-bounds.json as {GlobalId: [min x, y, z, max x, y, z]} (mm precision), streamed the same way: the BCF export
+aims a camera at an issue's element with them when the issue has none.
 """
 
 from __future__ import annotations
 
+import json
 import struct
 import time
 
@@ -30,6 +35,7 @@ NO_MATERIAL = -1
 # The fast simple CGAL kernel, with OpenCascade for the elements it fails on (typically walls with openings).
 HYBRID_KERNELS = ("cgal-simple", "opencascade")
 PROGRESS_SECONDS = 0.5
+BOUNDS_DECIMALS = 3
 
 
 def _y_up(shape) -> np.ndarray:
@@ -38,11 +44,36 @@ def _y_up(shape) -> np.ndarray:
     return np.array([m[0], m[2], -m[1], m[3]]).T.reshape(16)  # column-major, rows x, z, -y, w
 
 
-class _RecordWriter:
+def _world_bounds(shape, local: tuple[np.ndarray, np.ndarray]) -> list[float]:
+    """The world bounds of the shape: its placement applied to the 8 corners of its geometry's own bounds."""
+    m = np.frombuffer(shape.transformation_buffer, "d").reshape((4, 4), order="F")
+    low, high = local
+    corners = np.array([[x, y, z, 1.0] for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])])
+    world = (corners @ m.T)[:, :3]
+    return np.round(np.concatenate([world.min(axis=0), world.max(axis=0)]), BOUNDS_DECIMALS).tolist()
+
+
+class _BoundsWriter:
+    """element-bounds.json, one element at a time."""
+
     def __init__(self, handle):
         self.handle = handle
+        self.separator = "{"
+
+    def element(self, guid: str, bounds: list[float]) -> None:
+        self.handle.write(self.separator + json.dumps(guid) + ":" + json.dumps(bounds))
+        self.separator = ","
+
+    def end(self) -> None:
+        self.handle.write("{}" if self.separator == "{" else "}")
+
+
+class _RecordWriter:
+    def __init__(self, handle, bounds: _BoundsWriter | None = None):
+        self.handle, self.bounds = handle, bounds
         self.materials: dict[str, int] = {}
         self.meshes: dict[str, list[tuple[int, int]]] = {}  # geometry id -> [(geometry record id, material id)]
+        self.local_bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # geometry id -> (min, max) of its vertices
         self.geometry_count = 0
         self.entity_count = 0
         handle.write(MAGIC)
@@ -96,11 +127,20 @@ class _RecordWriter:
         self.meshes[geometry.id] = mesh
         return mesh
 
+    def _local_bounds(self, geometry) -> tuple[np.ndarray, np.ndarray]:
+        known = self.local_bounds.get(geometry.id)
+        if known is None:
+            verts = np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3)
+            known = self.local_bounds[geometry.id] = (verts.min(axis=0), verts.max(axis=0))
+        return known
+
     def entity(self, shape) -> None:
         geometry = shape.geometry
         if not len(geometry.material_ids_buffer):
             return  # the serializer skips these too
         mesh = self._mesh(geometry)
+        if self.bounds is not None:
+            self.bounds.element(shape.guid, _world_bounds(shape, self._local_bounds(geometry)))
         name = shape.guid.encode("utf-8")
         self.handle.write(struct.pack("<BH", ENTITY, len(name)) + name + _y_up(shape).astype("<f8").tobytes()
                           + struct.pack("<I", len(mesh)) + b"".join(struct.pack("<Ii", g, m) for g, m in mesh))
@@ -108,10 +148,13 @@ class _RecordWriter:
 
     def end(self) -> None:
         self.handle.write(struct.pack("<BI", END, self.entity_count))
+        if self.bounds is not None:
+            self.bounds.end()
 
 
-def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None) -> int:
-    """Writes the records of every element with geometry (openings excluded); returns how many were written."""
+def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None, bounds_handle=None) -> int:
+    """Writes the records of every element with geometry (openings excluded), and their bounds to bounds_handle (a
+    text file) when given; returns how many were written."""
     import ifcopenshell.geom
 
     settings = ifcopenshell.geom.settings()
@@ -120,7 +163,7 @@ def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None)
     settings.set("apply-default-materials", True)
     hybrid_available = all(ifcopenshell.geom.has_geometry_library(kernel) for kernel in HYBRID_KERNELS)
     library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
-    writer = _RecordWriter(handle)
+    writer = _RecordWriter(handle, _BoundsWriter(bounds_handle) if bounds_handle is not None else None)
     iterator = ifcopenshell.geom.iterator(settings, ifc, threads, exclude=ifc.by_type("IfcOpeningElement"), geometry_library=library)
     last_report = time.monotonic()
     if iterator.initialize():

@@ -1,6 +1,6 @@
-"""The ifcopenshell stage of a conversion: IFC -> metadata.json, element-values.json and the geometry records. It runs
-in a child of the sandboxed conversion zygote (zygote.py), which has its files only as descriptors, all opened by the
-worker: the IFC to read, the three outputs to write (in the conversion's own work folder) and a progress pipe.
+"""The ifcopenshell stage of a conversion: IFC -> metadata.json, element-values.json, the geometry records and
+element-bounds.json. It runs in a child of the sandboxed conversion zygote (zygote.py), which has its files only as
+descriptors, all opened by the worker: the IFC to read, the four outputs to write (in the conversion's own work folder) and a progress pipe.
 
 Each output is streamed while it is produced (metadata and element values object by object, geometry element by
 element), so the stage holds the parsed IFC and little else. Progress goes out as JSON lines {"phase", "percent"}.
@@ -22,6 +22,7 @@ import time
 METADATA_FILE = "metadata.json"
 ELEMENT_VALUES_FILE = "element-values.json"
 GEOMETRY_FILE = "geometry.bin"
+ELEMENT_BOUNDS_FILE = "element-bounds.json"
 WRITE_BUFFER_BYTES = 1 << 20
 # (phase, first percent, last percent), after the time each takes on large files; xkt (node) follows from 85
 STAGES = (("reading", 1, 5), ("metadata", 5, 20), ("values", 20, 30), ("geometry", 30, 85))
@@ -114,7 +115,7 @@ def _text_output(fd: int):
     return io.TextIOWrapper(io.BufferedWriter(io.FileIO(fd, "w", closefd=True), WRITE_BUFFER_BYTES), encoding="utf-8")
 
 
-def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, progress_fd: int, threads: int) -> None:
+def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, bounds_fd: int, progress_fd: int, threads: int) -> None:
     from models_app.conversion.element_values import write_element_values
     from models_app.conversion.geometry import write_geometry
     from models_app.conversion.metadata import MetaModel
@@ -131,6 +132,6 @@ def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, 
         MetaModel(ifc).write(metadata, progress.stage("metadata"))
     with _text_output(values_fd) as values:
         write_element_values(ifc, values, progress.stage("values"))
-    with io.BufferedWriter(io.FileIO(geometry_fd, "w", closefd=True), WRITE_BUFFER_BYTES) as geometry:
-        write_geometry(ifc, geometry, threads, progress.stage("geometry"))
+    with io.BufferedWriter(io.FileIO(geometry_fd, "w", closefd=True), WRITE_BUFFER_BYTES) as geometry, _text_output(bounds_fd) as bounds:
+        write_geometry(ifc, geometry, threads, progress.stage("geometry"), bounds)
     progress.report("geometry", 85)

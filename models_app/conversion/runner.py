@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from models_app.conversion.metadata import normalise_fallback_metadata
-from models_app.conversion.pipeline import ELEMENT_VALUES_FILE, GEOMETRY_FILE, METADATA_FILE
+from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, METADATA_FILE
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, node_command, zygote_for
 from models_app.conversion.zygote import GO
 from sandboxing import bwrap
@@ -100,7 +100,8 @@ class _Conversion:
                 output = StageOutput(os.fdopen(progress_read, "rb"), os.fdopen(stderr_read, "rb"))
                 fds = {"go": go_read, "progress": sent.add(progress_write), "stderr": sent.add(stderr_write),
                        "ifc": sent.add(self.read(ifc_path)), "metadata": sent.add(self.create(METADATA_FILE)),
-                       "values": sent.add(self.create(ELEMENT_VALUES_FILE)), "geometry": sent.add(self.create(GEOMETRY_FILE))}
+                       "values": sent.add(self.create(ELEMENT_VALUES_FILE)), "geometry": sent.add(self.create(GEOMETRY_FILE)),
+                       "bounds": sent.add(self.create(ELEMENT_BOUNDS_FILE))}
                 job = {"threads": self.limits.threads, **({} if self.cgroup else {"memory_bytes": self.limits.memory_bytes})}
                 try:
                     _, host_pid = zygote.fork(job, fds, self.deadline)
@@ -199,7 +200,8 @@ def run_pipeline(
     limits: ConversionLimits = ConversionLimits(),
     protected: list[Path] = (),
 ) -> PipelineResult:
-    """Converts ifc_path into out_dir (model.xkt, metadata.json, element-values.json unless the fallback ran).
+    """Converts ifc_path into out_dir (model.xkt, metadata.json; element-values.json and element-bounds.json unless
+    the fallback ran).
     `protected`: paths the conversion must never see (configuration file, data directory)."""
     conversion = _Conversion(out_dir, limits, time.monotonic() + timeout_seconds, timeout_seconds, on_progress)
     try:
@@ -210,7 +212,7 @@ def run_pipeline(
         conversion.ifcopenshell_stage(ifc_path)
         if conversion.fallback is not None:
             on_progress("fallback", 10)
-            for name in (METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE):
+            for name in (METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, ELEMENT_BOUNDS_FILE):
                 (out_dir / name).unlink(missing_ok=True)
         else:
             on_progress("xkt", 85)
@@ -264,7 +266,7 @@ def main(argv=None) -> int:
     for ifc, out in jobs:
         ifc, out = Path(ifc).resolve(), Path(out).resolve()
         out.mkdir(parents=True, exist_ok=True)
-        for name in (XKT_FILE, METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, RAW_FALLBACK_METADATA):
+        for name in (XKT_FILE, METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, ELEMENT_BOUNDS_FILE, RAW_FALLBACK_METADATA):
             (out / name).unlink(missing_ok=True)  # the outputs are created exclusively
         started = time.monotonic()
 

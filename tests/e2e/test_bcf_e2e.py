@@ -46,6 +46,21 @@ def test_issues_travel_between_models_through_bcf(stack):
     assert len(stack.api("GET", f"/api/v1/models/{target}/issues").json()["data"]) == 1
 
 
+def test_an_issue_without_a_camera_exports_a_viewpoint_aimed_at_its_element(stack):
+    """As pinned on a drawing: element and snapshot, no camera. The conversion wrote the element's bounds, so the
+    export makes a camera that looks at it, and the element is selected in the .bcfv."""
+    model_id = upload(stack, sample("AC20-FZK-Haus.ifc"))
+    metadata = stack.api("GET", f"/v1/models/{model_id}/metadata.json").json()
+    slab = next(obj for obj in metadata["metaObjects"] if obj["type"] == "IfcSlab")
+    created = stack.api("POST", f"/api/v1/models/{model_id}/issues", data={"issue": json.dumps({"entityId": slab["id"], "title": "Flashing"})},
+                        files={"screenshot": ("s.png", png_bytes(8, 8), "image/png")}).json()
+    assert created["code"] == 0, created
+    archive = zipfile.ZipFile(io.BytesIO(stack.api("GET", f"/api/v1/models/{model_id}/issues.bcfzip").content))
+    (visinfo_name,) = [name for name in archive.namelist() if name.endswith(".bcfv")]
+    visinfo = archive.read(visinfo_name).decode()
+    assert f'IfcGuid="{slab["id"]}"' in visinfo and "<PerspectiveCamera>" in visinfo
+
+
 def test_an_official_test_case_on_its_own_model_over_http(stack):
     """buildingSMART's component_selection case on its converted Architectural.ifc: complete viewpoint, element names
     from the real conversion, snapshot served, a comment added over HTTP travels in the schema-valid export, and the

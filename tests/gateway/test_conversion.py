@@ -251,6 +251,28 @@ def test_element_values_read_the_ifc_as_ifcopenshell_does():
     assert classified
 
 
+def test_element_bounds_are_each_shapes_world_box_in_ifc_coordinates():
+    import io
+
+    import ifcopenshell
+    import ifcopenshell.geom
+    import numpy as np
+
+    from models_app.conversion.geometry import write_geometry
+    from tests.helpers import sample
+
+    haus = ifcopenshell.open(str(sample("AC20-FZK-Haus.ifc")))
+    bounds_file = io.StringIO()
+    written = write_geometry(haus, io.BytesIO(), 2, bounds_handle=bounds_file)
+    bounds = json.loads(bounds_file.getvalue())
+    assert len(bounds) == written
+    settings = ifcopenshell.geom.settings()
+    settings.set("use-world-coords", True)
+    for element in [*haus.by_type("IfcWall")[:3], *haus.by_type("IfcWindow")[:2], *haus.by_type("IfcSlab")[:2]]:
+        verts = np.array(ifcopenshell.geom.create_shape(settings, element).geometry.verts).reshape(-1, 3)
+        assert np.allclose(bounds[element.GlobalId], [*verts.min(axis=0), *verts.max(axis=0)], atol=0.0011), element
+
+
 LOOPING_IFC = """ISO-10303-21;
 HEADER;FILE_DESCRIPTION((''),'2;1');FILE_NAME('loop.ifc','2026-01-01T00:00:00',(''),(''),'','','');FILE_SCHEMA(('IFC4'));ENDSEC;
 DATA;

@@ -13,7 +13,7 @@ import pytest
 
 from models_app.conversion.runner import run_pipeline
 from tests.gateway.conversion_digest import digest
-from tests.helpers import sample_files
+from tests.helpers import sample_files, xkt_entity_ids
 from viewer_gateway.config import SHIPPED_CONVERTER
 
 GOLDEN = json.loads((Path(__file__).parent / "conversion_golden.json").read_text())
@@ -38,8 +38,13 @@ def convert(ifc: Path, out: Path, golden: dict) -> dict:
     out.mkdir()
     result = run_pipeline(ifc, out, node_bin="node", converter_script=SHIPPED_CONVERTER, timeout_seconds=600, on_progress=lambda *_: None)
     assert result.ok, result.error
+    read_by_ifcopenshell = golden["elementValuesSHA256"] is not None
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["model.xkt", "metadata.json"] + (["element-values.json"] if golden["elementValuesSHA256"] else []))
+        ["model.xkt", "metadata.json"] + (["element-values.json", "element-bounds.json"] if read_by_ifcopenshell else []))
+    if read_by_ifcopenshell:  # bounds of exactly the elements the XKT shows, each a box
+        bounds = json.loads((out / "element-bounds.json").read_text())
+        assert set(bounds) == set(xkt_entity_ids((out / "model.xkt").read_bytes()))
+        assert all(len(b) == 6 and all(low <= high for low, high in zip(b[:3], b[3:])) for b in bounds.values())
     return digest(out)
 
 

@@ -85,6 +85,38 @@ def test_export_is_bcf_3_with_one_topic_and_viewpoint_per_issue(api, model, post
         assert "Open" in bcf.extensions.topic_statuses.topic_status
 
 
+def test_an_issue_with_an_element_and_no_camera_exports_a_camera_aimed_at_the_element(api, model, post_issue):
+    """Issues pinned on a drawing (or through the API) have no camera: BCF's visinfo needs one, so the export aims one
+    at the element's bounds written by the conversion, and the element stays selected."""
+    bounds = {WALL: [2.0, 4.0, 0.0, 6.0, 4.3, 3.0]}
+    (model_dir(model.id) / "element-bounds.json").write_text(json.dumps(bounds))
+    png = png_bytes(4, 4)
+    post_issue(model.id, {"entityId": WALL, "title": "On the plan"}, ("s.png", png, "image/png"))
+    post_issue(model.id, {"entityId": "3vB2YO$MX4xv5uCqZZG05x", "title": "No bounds known"}, ("s.png", png, "image/png"))
+    with BcfXml(filename=io.BytesIO(export(api, model.id))) as bcf:
+        topics = {handler.topic.title: handler for handler in bcf.topics.values()}
+        (viewpoint,) = topics["On the plan"].viewpoints.values()
+        info = viewpoint.visualization_info
+        assert [c.ifc_guid for c in info.components.selection.component] == [WALL]
+        assert viewpoint.snapshot == png
+        camera = info.perspective_camera
+        eye = np.array([camera.camera_view_point.x, camera.camera_view_point.y, camera.camera_view_point.z])
+        direction = np.array([camera.camera_direction.x, camera.camera_direction.y, camera.camera_direction.z])
+        up = np.array([camera.camera_up_vector.x, camera.camera_up_vector.y, camera.camera_up_vector.z])
+        low, high = np.array(bounds[WALL][:3]), np.array(bounds[WALL][3:])
+        centre, radius = (low + high) / 2, np.linalg.norm(high - low) / 2
+        along = np.dot(centre - eye, direction) / np.linalg.norm(direction)
+        assert np.allclose(eye + direction / np.linalg.norm(direction) * along, centre)  # it looks at the element's centre
+        assert eye[2] > high[2] and direction[2] < 0  # from above, Z up
+        assert abs(np.dot(up, direction)) < 1e-9 and up[2] > 0
+        half_angle = np.radians(camera.field_of_view / 2)
+        assert np.arcsin(radius / np.linalg.norm(centre - eye)) <= half_angle + 1e-9  # the whole element is in view
+        # without bounds (an element the conversion wrote none for) there is still no camera: the snapshot alone
+        unknown = topics["No bounds known"]
+        assert unknown.viewpoints == {}
+        assert [(v.viewpoint, v.snapshot is not None) for v in unknown.markup.topic.viewpoints.view_point] == [(None, True)]
+
+
 def test_exporting_twice_gives_the_same_topics(api, model, post_issue):
     post_issue(model.id, {"title": "A"})
     guids = [sorted(BcfXml(filename=io.BytesIO(export(api, model.id))).topics) for _ in range(2)]
