@@ -44,13 +44,21 @@ def _y_up(shape) -> np.ndarray:
     return np.array([m[0], m[2], -m[1], m[3]]).T.reshape(16)  # column-major, rows x, z, -y, w
 
 
-def _world_bounds(shape, local: tuple[np.ndarray, np.ndarray]) -> list[float]:
-    """The world bounds of the shape: its placement applied to the 8 corners of its geometry's own bounds."""
-    m = np.frombuffer(shape.transformation_buffer, "d").reshape((4, 4), order="F")
+_CORNERS = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=bool)  # which of low/high
+
+
+_IDENTITY = np.eye(4).tobytes()
+
+
+def _world_bounds(shape, local: tuple[list[float], list[float]]) -> list[float]:
+    """The world bounds of the shape: its placement applied to the 8 corners of its geometry's own bounds (with
+    use-world-coords the placement is the identity and the geometry's bounds are the world's)."""
     low, high = local
-    corners = np.array([[x, y, z, 1.0] for x in (low[0], high[0]) for y in (low[1], high[1]) for z in (low[2], high[2])])
-    world = (corners @ m.T)[:, :3]
-    return np.round(np.concatenate([world.min(axis=0), world.max(axis=0)]), BOUNDS_DECIMALS).tolist()
+    if shape.transformation_buffer != _IDENTITY:
+        m = np.frombuffer(shape.transformation_buffer, "d").reshape((4, 4), order="F")
+        world = np.where(_CORNERS, high, low) @ m[:3, :3].T + m[:3, 3]
+        low, high = world.min(axis=0).tolist(), world.max(axis=0).tolist()
+    return [round(value, BOUNDS_DECIMALS) for value in (*low, *high)]
 
 
 class _BoundsWriter:
@@ -73,7 +81,7 @@ class _RecordWriter:
         self.handle, self.bounds = handle, bounds
         self.materials: dict[str, int] = {}
         self.meshes: dict[str, list[tuple[int, int]]] = {}  # geometry id -> [(geometry record id, material id)]
-        self.local_bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # geometry id -> (min, max) of its vertices
+        self.local_bounds: dict[str, tuple[list[float], list[float]]] = {}  # geometry id -> (min, max) of its vertices
         self.geometry_count = 0
         self.entity_count = 0
         handle.write(MAGIC)
@@ -127,11 +135,11 @@ class _RecordWriter:
         self.meshes[geometry.id] = mesh
         return mesh
 
-    def _local_bounds(self, geometry) -> tuple[np.ndarray, np.ndarray]:
+    def _local_bounds(self, geometry) -> tuple[list[float], list[float]]:
         known = self.local_bounds.get(geometry.id)
         if known is None:
             verts = np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3)
-            known = self.local_bounds[geometry.id] = (verts.min(axis=0), verts.max(axis=0))
+            known = self.local_bounds[geometry.id] = (verts.min(axis=0).tolist(), verts.max(axis=0).tolist())
         return known
 
     def entity(self, shape) -> None:
