@@ -1,14 +1,17 @@
-"""A Server-Sent Events client for tests: reads a stream in a thread and keeps every frame and comment."""
+"""A Server-Sent Events client for tests: reads a stream in a thread and keeps every frame and comment.
+
+The stream runs on an http.client connection the client opens itself, so close() can shut its own socket down:
+the reader thread's blocking read then returns at once."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import threading
 import time
-from dataclasses import dataclass
-
-import requests
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 
 @dataclass
@@ -16,6 +19,7 @@ class Frame:
     id: int | None
     event: str
     data: dict | str
+    received: float = field(default=0.0, compare=False, repr=False)  # time.perf_counter() when the frame was read
 
 
 class SSEStream:
@@ -29,7 +33,7 @@ class SSEStream:
         self.status: int | None = None
         self.response_headers: dict = {}
         self.error: BaseException | None = None
-        self._response = None
+        self._sock: socket.socket | None = None
         self._opened = threading.Event()
         self._thread = threading.Thread(target=self._read, args=(timeout,), daemon=True)
 
@@ -38,35 +42,61 @@ class SSEStream:
         assert self._opened.wait(30), "the stream did not open"
         return self
 
+    def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, str]:
+        parts = urlsplit(self.url)
+        kind = {"http": http.client.HTTPConnection, "https": http.client.HTTPSConnection}[parts.scheme]
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        return kind(parts.hostname, parts.port, timeout=timeout), target
+
     def _read(self, timeout: float) -> None:
+        connection = None
         try:
-            with requests.get(self.url, headers=self.headers, stream=True, timeout=timeout) as response:
-                self._response = response
-                self.status, self.response_headers = response.status_code, dict(response.headers)
-                self._opened.set()
-                if response.status_code != 200:
-                    self.frames.append(Frame(None, "http-error", response.json()))
+            connection, target = self._connection(timeout)
+            connection.connect()
+            self._sock = connection.sock  # ours: close() shuts it down (the connection may drop its reference later)
+            connection.request("GET", target, headers={"Accept": "text/event-stream", **self.headers})
+            response = connection.getresponse()
+            self.status = response.status
+            self.response_headers = {}
+            for name, value in response.getheaders():
+                self.response_headers[name] = f"{self.response_headers[name]}, {value}" if name in self.response_headers else value
+            self._opened.set()
+            if response.status != 200:
+                body = response.read().decode("utf-8", "replace")
+                try:
+                    body = json.loads(body)
+                except ValueError:
+                    pass
+                self.frames.append(Frame(None, "http-error", body))
+                return
+            fields: dict[str, str] = {}
+            while True:
+                raw = response.readline()
+                if not raw:  # the server ended the stream, or close() shut the socket down
                     return
-                fields: dict[str, str] = {}
-                for line in response.iter_lines(decode_unicode=True):
-                    if line == "":
-                        if "event" in fields or "data" in fields:
-                            data = fields.get("data", "")
-                            try:
-                                data = json.loads(data)
-                            except ValueError:
-                                pass
-                            self.frames.append(Frame(int(fields["id"]) if fields.get("id", "").isdigit() else None, fields.get("event", "message"), data))
-                        fields = {}
-                    elif line.startswith(":"):
-                        self.comments.append(line[1:].strip())
-                    else:
-                        name, _, value = line.partition(":")
-                        value = value[1:] if value.startswith(" ") else value
-                        fields[name] = fields[name] + "\n" + value if name == "data" and name in fields else value
-        except BaseException as exc:  # noqa: BLE001 - closing the stream ends the read with an error
+                line = raw.decode("utf-8")
+                line = line[:-1] if line.endswith("\n") else line
+                line = line[:-1] if line.endswith("\r") else line
+                if line == "":
+                    if "event" in fields or "data" in fields:
+                        data = fields.get("data", "")
+                        try:
+                            data = json.loads(data)
+                        except ValueError:
+                            pass
+                        self.frames.append(Frame(int(fields["id"]) if fields.get("id", "").isdigit() else None, fields.get("event", "message"), data, time.perf_counter()))
+                    fields = {}
+                elif line.startswith(":"):
+                    self.comments.append(line[1:].strip())
+                else:
+                    name, _, value = line.partition(":")
+                    value = value[1:] if value.startswith(" ") else value
+                    fields[name] = fields[name] + "\n" + value if name == "data" and name in fields else value
+        except BaseException as exc:  # noqa: BLE001 - closing the stream may end the read with an error
             self.error = exc
         finally:
+            if connection is not None:
+                connection.close()
             self._opened.set()
 
     def wait_for(self, predicate, timeout: float = 30) -> Frame:
@@ -86,15 +116,11 @@ class SSEStream:
         return self.wait_for(lambda f: f.event == event and (after is None or (f.id or 0) > after), timeout)
 
     def close(self) -> None:
-        if self._response is not None:
-            # closing the response does not wake the reader thread blocked in recv(); shutting the socket down does
-            connection = getattr(self._response.raw, "_connection", None)
-            sock = getattr(connection, "sock", None)
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-            self._response.close()
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # the reader's blocking recv() returns at once
+            except OSError:  # already closed by the reader (the stream had ended)
+                pass
         self._thread.join(timeout=5)
         assert not self._thread.is_alive(), f"the stream reader of {self.url} did not stop"
