@@ -6,7 +6,9 @@ against the local fake provider (tests/fake_openai.py), whose every reply waits 
 Each turn of a session without a model runs --steps model steps (a session_info call each, then a closing text).
 Measured per turn: the first frame after POST message (session.status busy, at an SSE client) and the per-step
 overhead: (the turn's wall time from POST to session.idle - the provider's own time for the turn's requests, as the
-fake server measured it) / steps. The anchor is the provider's latency in the same run: one streamed completion
+fake server measured it) / steps. Abort latency: in a turn whose provider reply is held open after its first chunk,
+the time from POST .../abort to the session.idle frame at the SSE client (the frame's arrival time, not the polling
+of the waiting loop), --turns times. The anchor is the provider's latency in the same run: one streamed completion
 asked for directly with the openai client. Prints JSON with medians and the ratios to the anchor.
 """
 
@@ -25,6 +27,7 @@ import openai
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.e2e.stack import Stack  # noqa: E402
 from tests.fake_openai import FakeOpenAI, Reply  # noqa: E402
+from tests.helpers import poll  # noqa: E402
 from tests.sse import SSEStream  # noqa: E402
 
 
@@ -77,6 +80,34 @@ def measure(stack: Stack, fake: FakeOpenAI, turns: int, steps: int, latency: flo
     }
 
 
+def abort_latency(stack: Stack, fake: FakeOpenAI, repeat: int) -> dict:
+    """ms from POST abort to the session.idle frame, in turns whose provider reply is held open (the fake's hold)."""
+    cid = stack.api("POST", "/api/v1/chat/sessions", json={"title": "bench abort", "modelId": ""}).json()["data"]["chatSessionId"]
+    sse = SSEStream(f"{stack.url}/api/v1/chat/sessions/{cid}/events").start()
+    latencies = []
+    try:
+        sse.wait_event("session.status")
+        for turn in range(repeat):
+            fake.released.clear()
+            fake.script(Reply().text("Working on it").hold().text(" and done."))
+            mark, requests_before = len(sse.frames), len(fake.requests)
+            stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": f"long turn {turn}"})
+            sse.wait_for(lambda f, m=mark: sse.frames.index(f) >= m and f.event == "message.part.delta", timeout=60)
+            held = fake.requests[requests_before]
+            posted = time.perf_counter()
+            aborted = stack.api("POST", f"/api/v1/chat/sessions/{cid}/abort").json()["data"]
+            idle = sse.wait_for(lambda f, m=mark: sse.frames.index(f) >= m and f.event == "session.idle", timeout=60)
+            if aborted != {"aborted": True} or held["seconds"] is not None:
+                raise RuntimeError(f"not an abort of a held reply: {aborted}, provider request ended: {held['seconds']}")
+            latencies.append((idle.received - posted) * 1000)
+            fake.release()
+            poll(lambda: held["seconds"], lambda seconds: seconds is not None, timeout=60)  # the held request has ended
+    finally:
+        fake.release()
+        sse.close()
+    return {"aborts": repeat, "abortLatencyMsMedian": round(statistics.median(latencies), 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=10)
@@ -90,7 +121,9 @@ def main() -> None:
             stack = Stack(Path(tmp), workers=0, config={"llmAPIKey": "k", "llmBaseURL": fake.url, "llmModel": "fake"}).start()
             try:
                 measure(stack, fake, 2, args.steps, latency)  # warm-up: imports, connections, the thread pools
+                abort_latency(stack, fake, 1)
                 result = measure(stack, fake, args.turns, args.steps, latency)
+                result.update(abort_latency(stack, fake, args.turns))
                 provider = anchor_ms(fake, latency, max(5, args.turns))
             finally:
                 stack.stop()
