@@ -81,7 +81,6 @@ class _RecordWriter:
         self.handle, self.bounds = handle, bounds
         self.materials: dict[str, int] = {}
         self.meshes: dict[str, list[tuple[int, int]]] = {}  # geometry id -> [(geometry record id, material id)]
-        self.local_bounds: dict[str, tuple[list[float], list[float]]] = {}  # geometry id -> (min, max) of its vertices
         self.geometry_count = 0
         self.entity_count = 0
         handle.write(MAGIC)
@@ -135,20 +134,14 @@ class _RecordWriter:
         self.meshes[geometry.id] = mesh
         return mesh
 
-    def _local_bounds(self, geometry) -> tuple[list[float], list[float]]:
-        known = self.local_bounds.get(geometry.id)
-        if known is None:
-            verts = np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3)
-            known = self.local_bounds[geometry.id] = (verts.min(axis=0).tolist(), verts.max(axis=0).tolist())
-        return known
-
     def entity(self, shape) -> None:
         geometry = shape.geometry
         if not len(geometry.material_ids_buffer):
             return  # the serializer skips these too
         mesh = self._mesh(geometry)
         if self.bounds is not None:
-            self.bounds.element(shape.guid, _world_bounds(shape, self._local_bounds(geometry)))
+            verts = np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3)  # not kept: one box per element is cheap
+            self.bounds.element(shape.guid, _world_bounds(shape, (verts.min(axis=0).tolist(), verts.max(axis=0).tolist())))
         name = shape.guid.encode("utf-8")
         self.handle.write(struct.pack("<BH", ENTITY, len(name)) + name + _y_up(shape).astype("<f8").tobytes()
                           + struct.pack("<I", len(mesh)) + b"".join(struct.pack("<Ii", g, m) for g, m in mesh))
