@@ -1,6 +1,7 @@
 """The ifcopenshell stage of a conversion: IFC -> metadata.json, element-values.json, the geometry records and
 element-bounds.json. It runs in a child of the sandboxed conversion zygote (zygote.py), which has its files only as
-descriptors, all opened by the worker: the IFC to read, the four outputs to write (in the conversion's own work folder) and a progress pipe.
+descriptors, all opened by the worker: the IFC to read, the four outputs to write (in the conversion's own work
+folder) and a progress pipe.
 
 Each output is streamed while it is produced (metadata and element values object by object, geometry element by
 element), so the stage holds the parsed IFC and little else. Progress goes out as JSON lines {"phase", "percent"}.
@@ -80,13 +81,14 @@ def _as_final_release(ifc_fd: int) -> tuple[int, str] | None:
     """A memory file holding the IFC with its header naming IFC4X3_ADD2 instead of a release candidate, and that
     candidate's name; None when the header names no release candidate."""
     head = os.pread(ifc_fd, HEADER_BYTES, 0)
-    header = head[:head.upper().find(b"ENDSEC")]
-    match = RELEASE_CANDIDATE_SCHEMA.search(header)
+    header_end = head.upper().find(b"ENDSEC")
+    match = RELEASE_CANDIDATE_SCHEMA.search(head, 0, header_end) if header_end >= 0 else None
     if match is None:
         return None
     copy = os.memfd_create("ifc-final-release", os.MFD_CLOEXEC)
-    os.write(copy, header[:match.start(2)] + FINAL_RELEASE + header[match.end(2):])
-    offset, size = len(header), os.fstat(ifc_fd).st_size
+    with open(copy, "wb", closefd=False) as writer:
+        writer.write(head[:match.start(2)] + FINAL_RELEASE + head[match.end(2):header_end])
+    offset, size = header_end, os.fstat(ifc_fd).st_size
     while offset < size:
         offset += os.sendfile(copy, ifc_fd, offset, size - offset)
     return copy, match.group(2).decode("ascii").upper()

@@ -1,6 +1,7 @@
 import json
 import socket
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -311,3 +312,32 @@ def test_self_and_cyclic_parents_are_repaired_in_the_streamed_metadata(tmp_path)
                 seen.add(current)
                 current = parents.get(current)
             assert meta["projectId"] in seen
+
+
+def test_only_a_release_candidate_named_in_the_header_is_read_as_the_final_release(tmp_path):
+    import os
+
+    from models_app.conversion.pipeline import _as_final_release
+
+    def final_release_of(text: bytes):
+        path = tmp_path / "model.ifc"
+        path.write_bytes(text)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            result = _as_final_release(fd)
+        finally:
+            os.close(fd)
+        if result is None:
+            return None
+        copy, candidate = result
+        try:
+            return Path(f"/proc/self/fd/{copy}").read_bytes(), candidate  # as ifcopenshell opens it
+        finally:
+            os.close(copy)
+
+    candidate = MINIMAL_IFC.replace(b"FILE_SCHEMA(('IFC4'))", b"FILE_SCHEMA(('IFC4X3_RC4'))")
+    assert final_release_of(candidate) == (MINIMAL_IFC.replace(b"FILE_SCHEMA(('IFC4'))", b"FILE_SCHEMA(('IFC4X3_ADD2'))"), "IFC4X3_RC4")
+    assert final_release_of(MINIMAL_IFC) is None
+    in_data_only = MINIMAL_IFC.replace(b"ENDSEC;\nDATA;\n", b"ENDSEC;\nDATA;\n/* FILE_SCHEMA(('IFC4X3_RC2')); */\n", 1)
+    assert in_data_only != MINIMAL_IFC and final_release_of(in_data_only) is None
+    assert final_release_of(candidate.replace(b"ENDSEC;", b"")) is None  # no end of a header: not a STEP file to rewrite
