@@ -112,6 +112,8 @@ def element_ifc_value(model_id: str, entity_id: str, field: str) -> str:
 def element_bounds(model_id: str, entity_ids: set[str]) -> dict[str, list[float]]:
     """The bounds ([min x, y, z, max x, y, z], IFC world coordinates) of those elements that the last conversion wrote
     bounds for; none for conversions without element-bounds.json (older ones, the web-ifc fallback)."""
+    if not entity_ids:
+        return {}  # the file holds every element of the model: not read for nothing
     try:
         bounds = orjson.loads(model_file(model_id, ELEMENT_BOUNDS_FILE).read_bytes())
     except (OSError, orjson.JSONDecodeError):

@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 
+def _json_or_text(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 @dataclass
 class Frame:
     id: int | None
@@ -62,12 +69,7 @@ class SSEStream:
                 self.response_headers[name] = f"{self.response_headers[name]}, {value}" if name in self.response_headers else value
             self._opened.set()
             if response.status != 200:
-                body = response.read().decode("utf-8", "replace")
-                try:
-                    body = json.loads(body)
-                except ValueError:
-                    pass
-                self.frames.append(Frame(None, "http-error", body))
+                self.frames.append(Frame(None, "http-error", _json_or_text(response.read().decode("utf-8", "replace"))))
                 return
             fields: dict[str, str] = {}
             while True:
@@ -79,12 +81,8 @@ class SSEStream:
                 line = line[:-1] if line.endswith("\r") else line
                 if line == "":
                     if "event" in fields or "data" in fields:
-                        data = fields.get("data", "")
-                        try:
-                            data = json.loads(data)
-                        except ValueError:
-                            pass
-                        self.frames.append(Frame(int(fields["id"]) if fields.get("id", "").isdigit() else None, fields.get("event", "message"), data, time.perf_counter()))
+                        frame_id = int(fields["id"]) if fields.get("id", "").isdigit() else None
+                        self.frames.append(Frame(frame_id, fields.get("event", "message"), _json_or_text(fields.get("data", "")), time.perf_counter()))
                     fields = {}
                 elif line.startswith(":"):
                     self.comments.append(line[1:].strip())

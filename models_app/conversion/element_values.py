@@ -10,7 +10,7 @@ from __future__ import annotations
 import ifcopenshell.util.classification
 import ifcopenshell.util.element
 
-from models_app.conversion.metadata import PROGRESS_EVERY, dumps
+from models_app.conversion.metadata import PROGRESS_EVERY, StreamedObject
 
 PROPERTY_FIELDS = ("FireRating", "Comments")
 
@@ -55,9 +55,9 @@ def write_element_values(ifc, handle, on_progress=lambda fraction: None) -> None
     """Streams the JSON text json.dump(element_values(ifc), handle, ensure_ascii=False, separators=(",", ":"))
     writes, without holding the values of all elements."""
     elements = _elements(ifc)
-    handle.write("{")
+    values = StreamedObject(handle)
     for index, (guid, element) in enumerate(elements.items()):
-        handle.write(("," if index else "") + dumps(guid) + ":" + dumps(_values(element)))
+        values.member(guid, _values(element))
         if index % PROGRESS_EVERY == 0:
             on_progress(index / len(elements))
-    handle.write("}")
+    values.end()

@@ -22,11 +22,12 @@ aims a camera at an issue's element with them when the issue has none.
 
 from __future__ import annotations
 
-import json
 import struct
 import time
 
 import numpy as np
+
+from models_app.conversion.metadata import StreamedObject
 
 MAGIC = b"XKTGEO01"
 MATERIAL, GEOMETRY, ENTITY, END = 1, 2, 3, 0
@@ -45,8 +46,6 @@ def _y_up(shape) -> np.ndarray:
 
 
 _CORNERS = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=bool)  # which of low/high
-
-
 _IDENTITY = np.eye(4).tobytes()
 
 
@@ -61,23 +60,8 @@ def _world_bounds(shape, local: tuple[list[float], list[float]]) -> list[float]:
     return [round(value, BOUNDS_DECIMALS) for value in (*low, *high)]
 
 
-class _BoundsWriter:
-    """element-bounds.json, one element at a time."""
-
-    def __init__(self, handle):
-        self.handle = handle
-        self.separator = "{"
-
-    def element(self, guid: str, bounds: list[float]) -> None:
-        self.handle.write(self.separator + json.dumps(guid) + ":" + json.dumps(bounds))
-        self.separator = ","
-
-    def end(self) -> None:
-        self.handle.write("{}" if self.separator == "{" else "}")
-
-
 class _RecordWriter:
-    def __init__(self, handle, bounds: _BoundsWriter | None = None):
+    def __init__(self, handle, bounds: StreamedObject | None = None):
         self.handle, self.bounds = handle, bounds
         self.materials: dict[str, int] = {}
         self.meshes: dict[str, list[tuple[int, int]]] = {}  # geometry id -> [(geometry record id, material id)]
@@ -141,7 +125,7 @@ class _RecordWriter:
         mesh = self._mesh(geometry)
         if self.bounds is not None:
             verts = np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3)  # not kept: one box per element is cheap
-            self.bounds.element(shape.guid, _world_bounds(shape, (verts.min(axis=0).tolist(), verts.max(axis=0).tolist())))
+            self.bounds.member(shape.guid, _world_bounds(shape, (verts.min(axis=0).tolist(), verts.max(axis=0).tolist())))
         name = shape.guid.encode("utf-8")
         self.handle.write(struct.pack("<BH", ENTITY, len(name)) + name + _y_up(shape).astype("<f8").tobytes()
                           + struct.pack("<I", len(mesh)) + b"".join(struct.pack("<Ii", g, m) for g, m in mesh))
@@ -164,7 +148,7 @@ def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None,
     settings.set("apply-default-materials", True)
     hybrid_available = all(ifcopenshell.geom.has_geometry_library(kernel) for kernel in HYBRID_KERNELS)
     library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
-    writer = _RecordWriter(handle, _BoundsWriter(bounds_handle) if bounds_handle is not None else None)
+    writer = _RecordWriter(handle, StreamedObject(bounds_handle) if bounds_handle is not None else None)
     iterator = ifcopenshell.geom.iterator(settings, ifc, threads, exclude=ifc.by_type("IfcOpeningElement"), geometry_library=library)
     last_report = time.monotonic()
     if iterator.initialize():

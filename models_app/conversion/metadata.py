@@ -239,6 +239,20 @@ def dumps(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+class StreamedObject:
+    """A JSON object written member by member: the text dumps() gives for the whole dict, without holding it."""
+
+    def __init__(self, handle):
+        self.handle, self.separator = handle, "{"
+
+    def member(self, key: str, value) -> None:
+        self.handle.write(self.separator + dumps(key) + ":" + dumps(value))
+        self.separator = ","
+
+    def end(self) -> None:
+        self.handle.write("{}" if self.separator == "{" else "}")
+
+
 def build_metadata(ifc) -> dict:
     return MetaModel(ifc).build()
 

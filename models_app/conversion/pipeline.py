@@ -24,6 +24,7 @@ METADATA_FILE = "metadata.json"
 ELEMENT_VALUES_FILE = "element-values.json"
 GEOMETRY_FILE = "geometry.bin"
 ELEMENT_BOUNDS_FILE = "element-bounds.json"
+STAGE_OUTPUTS = (METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, ELEMENT_BOUNDS_FILE)
 WRITE_BUFFER_BYTES = 1 << 20
 # (phase, first percent, last percent), after the time each takes on large files; xkt (node) follows from 85
 STAGES = (("reading", 1, 5), ("metadata", 5, 20), ("values", 20, 30), ("geometry", 30, 85))

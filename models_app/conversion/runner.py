@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from models_app.conversion.metadata import normalise_fallback_metadata
-from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, METADATA_FILE
+from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, METADATA_FILE, STAGE_OUTPUTS
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, node_command, zygote_for
 from models_app.conversion.zygote import GO
 from sandboxing import bwrap
@@ -212,7 +212,7 @@ def run_pipeline(
         conversion.ifcopenshell_stage(ifc_path)
         if conversion.fallback is not None:
             on_progress("fallback", 10)
-            for name in (METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, ELEMENT_BOUNDS_FILE):
+            for name in STAGE_OUTPUTS:
                 (out_dir / name).unlink(missing_ok=True)
         else:
             on_progress("xkt", 85)
@@ -266,7 +266,7 @@ def main(argv=None) -> int:
     for ifc, out in jobs:
         ifc, out = Path(ifc).resolve(), Path(out).resolve()
         out.mkdir(parents=True, exist_ok=True)
-        for name in (XKT_FILE, METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, ELEMENT_BOUNDS_FILE, RAW_FALLBACK_METADATA):
+        for name in (XKT_FILE, *STAGE_OUTPUTS, RAW_FALLBACK_METADATA):
             (out / name).unlink(missing_ok=True)  # the outputs are created exclusively
         started = time.monotonic()
 
