@@ -6,7 +6,9 @@ The records carry what the glTF serializer put into its GLB, the same way xeokit
 one mesh per element (node name = GlobalId = XKT entity id), decomposed into one primitive per run of faces with
 the same material (its own vertex range, indices rebased), the Y-up node matrix, materials as base colour, opacity
 (1 - transparency), metallic 0 and roughness from the specular exponent, a mesh shared by elements whose geometry id
-is the same (XKT geometry reuse), elements without material ids skipped.
+is the same (XKT geometry reuse), elements without material ids skipped. Elements with openings get their body less
+their openings from openings.cut (flat normals, a primitive per material of the body's shells), or, where it refuses,
+ifcopenshell's own mesh with the openings subtracted.
 
 Format (little-endian) after the 8-byte magic: a sequence of records, each starting with one tag byte
   1 material  u32 id, f64 r g b opacity metallic roughness (doubles, as the GLB's JSON carried them)
@@ -28,6 +30,7 @@ import time
 import numpy as np
 
 from models_app.conversion.metadata import StreamedObject
+from models_app.conversion.openings import EMPTY, Mesh, cut, flat_normals, subtractions
 
 MAGIC = b"XKTGEO01"
 MATERIAL, GEOMETRY, ENTITY, END = 1, 2, 3, 0
@@ -39,9 +42,9 @@ PROGRESS_SECONDS = 0.5
 BOUNDS_DECIMALS = 3
 
 
-def _y_up(shape) -> np.ndarray:
+def _y_up(transformation_buffer: bytes) -> np.ndarray:
     """The glTF serializer's node matrix: the shape's placement with IFC's Z-up turned into glTF's Y-up."""
-    m = np.frombuffer(shape.transformation_buffer, "d").reshape((4, 4), order="F")
+    m = np.frombuffer(transformation_buffer, "d").reshape((4, 4), order="F")
     return np.array([m[0], m[2], -m[1], m[3]]).T.reshape(16)  # column-major, rows x, z, -y, w
 
 
@@ -49,12 +52,12 @@ _CORNERS = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)],
 _IDENTITY = np.eye(4).tobytes()
 
 
-def _world_bounds(shape, local: tuple[list[float], list[float]]) -> list[float]:
+def _world_bounds(transformation_buffer: bytes, local: tuple[list[float], list[float]]) -> list[float]:
     """The world bounds of the shape: its placement applied to the 8 corners of its geometry's own bounds (with
     use-world-coords the placement is the identity and the geometry's bounds are the world's)."""
     low, high = local
-    if shape.transformation_buffer != _IDENTITY:
-        m = np.frombuffer(shape.transformation_buffer, "d").reshape((4, 4), order="F")
+    if transformation_buffer != _IDENTITY:
+        m = np.frombuffer(transformation_buffer, "d").reshape((4, 4), order="F")
         world = np.where(_CORNERS, high, low) @ m[:3, :3].T + m[:3, 3]
         low, high = world.min(axis=0).tolist(), world.max(axis=0).tolist()
     return [round(value, BOUNDS_DECIMALS) for value in (*low, *high)]
@@ -95,39 +98,50 @@ class _RecordWriter:
         return index
 
     def _mesh(self, geometry) -> list[tuple[int, int]]:
-        """One primitive per run of equal material ids, with just the vertices its faces use (as the serializer)."""
         known = self.meshes.get(geometry.id)
-        if known is not None:
-            return known
-        material_ids = np.frombuffer(geometry.material_ids_buffer, "<i4")
-        faces = np.frombuffer(geometry.faces_buffer, "<i4")
-        primitive, stride = (TRIANGLES, 3) if faces.size else (LINES, 2)
-        if not faces.size:
-            faces = np.frombuffer(geometry.edges_buffer, "<i4")
-        verts = np.frombuffer(geometry.verts_buffer, "<f8")
-        normals = np.frombuffer(geometry.normals_buffer, "<f8")
+        if known is None:
+            faces = np.frombuffer(geometry.faces_buffer, "<i4")
+            primitive = TRIANGLES if faces.size else LINES
+            known = self.meshes[geometry.id] = self._primitives(
+                primitive, np.frombuffer(geometry.verts_buffer, "<f8"), np.frombuffer(geometry.normals_buffer, "<f8"),
+                faces if faces.size else np.frombuffer(geometry.edges_buffer, "<i4"),
+                np.frombuffer(geometry.material_ids_buffer, "<i4"), geometry.materials)
+        return known
+
+    def _primitives(self, primitive: int, verts, normals, faces, material_ids, styles) -> list[tuple[int, int]]:
+        """One primitive per run of equal material ids, with just the vertices its faces use (as the serializer)."""
+        stride = 3 if primitive == TRIANGLES else 2
         starts = [0, *(np.flatnonzero(material_ids[1:] != material_ids[:-1]) + 1).tolist(), material_ids.size]
         mesh = []
         for start, end in zip(starts, starts[1:]):
             indices = faces[start * stride:end * stride]
             first, last = int(indices.min()), int(indices.max()) + 1
             style_index = int(material_ids[start])
-            material = self.material(geometry.materials[style_index]) if style_index >= 0 else NO_MATERIAL
+            material = self.material(styles[style_index]) if style_index >= 0 else NO_MATERIAL
             record = self._geometry(primitive, verts[first * 3:last * 3], normals[first * 3:last * 3] if normals.size else normals, indices - first)
             mesh.append((record, material))
-        self.meshes[geometry.id] = mesh
         return mesh
 
     def entity(self, shape) -> None:
         geometry = shape.geometry
         if not len(geometry.material_ids_buffer):
             return  # the serializer skips these too
-        mesh = self._mesh(geometry)
+        self._bounds(shape, np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3))  # not kept: one box per element is cheap
+        self._entity(shape.guid, shape.transformation_buffer, self._mesh(geometry))
+
+    def cut_entity(self, shape, cut: Mesh) -> None:
+        """The element of shape (its body, meshed without openings) with the mesh of its body less its openings."""
+        self._bounds(shape, cut.vertices)
+        self._entity(shape.guid, shape.transformation_buffer, self._primitives(
+            TRIANGLES, cut.vertices.reshape(-1), flat_normals(cut).reshape(-1), cut.faces.reshape(-1), cut.material_ids, shape.geometry.materials))
+
+    def _bounds(self, shape, verts: np.ndarray) -> None:
         if self.bounds is not None:
-            verts = np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3)  # not kept: one box per element is cheap
-            self.bounds.member(shape.guid, _world_bounds(shape, (verts.min(axis=0).tolist(), verts.max(axis=0).tolist())))
-        name = shape.guid.encode("utf-8")
-        self.handle.write(struct.pack("<BH", ENTITY, len(name)) + name + _y_up(shape).astype("<f8").tobytes()
+            self.bounds.member(shape.guid, _world_bounds(shape.transformation_buffer, (verts.min(axis=0).tolist(), verts.max(axis=0).tolist())))
+
+    def _entity(self, guid: str, transformation_buffer: bytes, mesh: list[tuple[int, int]]) -> None:
+        name = guid.encode("utf-8")
+        self.handle.write(struct.pack("<BH", ENTITY, len(name)) + name + _y_up(transformation_buffer).astype("<f8").tobytes()
                           + struct.pack("<I", len(mesh)) + b"".join(struct.pack("<Ii", g, m) for g, m in mesh))
         self.entity_count += 1
 
@@ -137,27 +151,58 @@ class _RecordWriter:
             self.bounds.end()
 
 
-def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None, bounds_handle=None) -> int:
-    """Writes the records of every element with geometry (openings excluded), and their bounds to bounds_handle (a
-    text file) when given; returns how many were written."""
+def _settings(**extra):
     import ifcopenshell.geom
 
     settings = ifcopenshell.geom.settings()
-    settings.set("use-world-coords", True)
-    settings.set("use-element-guids", True)
-    settings.set("apply-default-materials", True)
-    hybrid_available = all(ifcopenshell.geom.has_geometry_library(kernel) for kernel in HYBRID_KERNELS)
-    library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
-    writer = _RecordWriter(handle, StreamedObject(bounds_handle) if bounds_handle is not None else None)
-    iterator = ifcopenshell.geom.iterator(settings, ifc, threads, exclude=ifc.by_type("IfcOpeningElement"), geometry_library=library)
+    for name, value in {"use-world-coords": True, "use-element-guids": True, "apply-default-materials": True, **extra}.items():
+        settings.set(name, value)
+    return settings
+
+
+def _shapes(ifc, settings, library: str, threads: int, on_progress, **selection):
+    """The iterator's shapes one by one (selection: include= or exclude= products), reporting its progress."""
+    import ifcopenshell.geom
+
+    iterator = ifcopenshell.geom.iterator(settings, ifc, threads, geometry_library=library, **selection)
     last_report = time.monotonic()
     if iterator.initialize():
         while True:
-            writer.entity(iterator.get())
+            yield iterator.get()
             if time.monotonic() - last_report > PROGRESS_SECONDS:
                 on_progress(iterator.progress() / 100)
                 last_report = time.monotonic()
             if not iterator.next():
                 break
+
+
+def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None, bounds_handle=None) -> int:
+    """Writes the records of every element with geometry (openings excluded), and their bounds to bounds_handle (a
+    text file) when given; returns how many were written. Openings are meshed first and subtracted from the bodies
+    of their elements with openings.cut; an element it refuses is meshed by ifcopenshell with its openings."""
+    import ifcopenshell.geom
+
+    hybrid_available = all(ifcopenshell.geom.has_geometry_library(kernel) for kernel in HYBRID_KERNELS)
+    library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
+    writer = _RecordWriter(handle, StreamedObject(bounds_handle) if bounds_handle is not None else None)
+    subtracted = subtractions(ifc)
+    openings = {opening.id(): opening for found in subtracted.values() for opening in found}
+    opening_share = len(openings) / max(1, len(openings) + len(ifc.by_type("IfcProduct")))
+    opening_meshes = {shape.id: Mesh.of_geometry(shape.geometry) for shape in _shapes(
+        ifc, _settings(), library, threads, lambda fraction: on_progress(opening_share * fraction), include=list(openings.values())
+    )} if openings else {}
+    with_openings = _settings()
+    for shape in _shapes(ifc, _settings(**{"disable-opening-subtractions": True}), library, threads,
+                         lambda fraction: on_progress(opening_share + (1 - opening_share) * fraction),
+                         exclude=ifc.by_type("IfcOpeningElement")):
+        found = subtracted.get(shape.id)
+        if found is None:
+            writer.entity(shape)
+            continue
+        result = cut(Mesh.of_geometry(shape.geometry), [opening_meshes.get(opening.id(), EMPTY) for opening in found])
+        if result is not None:
+            writer.cut_entity(shape, result)
+        else:
+            writer.entity(ifcopenshell.geom.create_shape(with_openings, ifc.by_id(shape.id), geometry_library=library))
     writer.end()
     return writer.entity_count

@@ -1,6 +1,8 @@
 """A digest of one conversion's outputs that does not depend on the order the multi-threaded geometry iterator
 delivers elements in: the exact bytes of metadata.json and element-values.json, and per XKT entity its meshes as
-(material attributes, index count, vertex count). `python -m tests.gateway.conversion_digest DIR...` prints it."""
+(material attributes, index count, vertex count), except for the entities given as cut (elements with openings,
+whose meshes come from the opening subtraction: tests/gateway/test_conversion_openings.py compares them with
+OpenCascade's). `python -m tests.gateway.conversion_digest IFC DIR` prints it for the conversion of IFC in DIR."""
 
 from __future__ import annotations
 
@@ -57,17 +59,32 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def digest(out_dir: Path) -> dict:
+def digest(out_dir: Path, cut: set[str] = frozenset()) -> dict:
     values = out_dir / "element-values.json"
     meshes = entity_meshes((out_dir / "model.xkt").read_bytes())
+    uncut = {entity: entity_meshes for entity, entity_meshes in meshes.items() if entity not in cut}
     return {
         "metadataSHA256": _sha256((out_dir / "metadata.json").read_bytes()),
         "elementValuesSHA256": _sha256(values.read_bytes()) if values.exists() else None,
         "entities": len(meshes),
         "entityIdsSHA256": _sha256("\n".join(sorted(meshes)).encode()),
-        "entityMeshesSHA256": _sha256(json.dumps(meshes, sort_keys=True).encode()),
+        "cutEntities": len(meshes) - len(uncut),
+        "entityMeshesSHA256": _sha256(json.dumps(uncut, sort_keys=True).encode()),
     }
 
 
+def cut_entities(ifc: Path) -> set[str]:
+    """The GlobalIds of the elements of the IFC that have openings subtracted (none when ifcopenshell cannot read it)."""
+    import ifcopenshell
+
+    from models_app.conversion.openings import subtractions
+
+    try:
+        model = ifcopenshell.open(str(ifc))
+    except ifcopenshell.SchemaError:
+        return set()
+    return {model.by_id(product).GlobalId for product in subtractions(model)}
+
+
 if __name__ == "__main__":
-    print(json.dumps({Path(folder).name: digest(Path(folder)) for folder in sys.argv[1:]}, indent=2))
+    print(json.dumps(digest(Path(sys.argv[2]), cut_entities(Path(sys.argv[1]))), indent=2))
