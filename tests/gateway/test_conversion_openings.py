@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from models_app.conversion import geometry
-from models_app.conversion.openings import EMPTY, Mesh, _grown, _has_film, _shells, _solid, cut, openings_of, subtractions
+from models_app.conversion.openings import EMPTY, Mesh, _grown, _has_film, _roots, _shells, _solid, cut, openings_of, subtractions
 from tests.helpers import sample
 from tests.issues.bcf_xml import TESTCASES_DIR
 
@@ -85,6 +85,31 @@ def test_the_cut_faces_take_the_material_of_their_shell():
 ], ids=["open body", "mixed materials", "open opening", "unmeshed opening", "empty result"])
 def test_what_cannot_be_vouched_for_is_refused(body, openings):
     assert cut(body, openings) is None
+
+
+def test_connected_parts_are_found_whatever_the_numbering():
+    def union_find(first, second, count):
+        parent = list(range(count))
+
+        def root(x):
+            while parent[x] != x:
+                x = parent[x]
+            return x
+
+        for a, b in zip(first.tolist(), second.tolist()):
+            parent[max(root(a), root(b))] = min(root(a), root(b))
+        return np.array([root(x) for x in range(count)])
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        count, edges = int(rng.integers(1, 200)), int(rng.integers(0, 250))
+        first, second = rng.integers(0, count, edges), rng.integers(0, count, edges)
+        found, expected = _roots(first, second, count), union_find(first, second, count)
+        assert len(np.unique(np.c_[found, expected], axis=0)) == len(np.unique(found)) == len(np.unique(expected))
+    # a strip of 200,000 triangles numbered at random: one shell (label propagation alone would take ~10^5 rounds)
+    numbering = rng.permutation(200_002)
+    strip = numbering[np.c_[np.arange(200_000), np.arange(1, 200_001), np.arange(2, 200_002)]]
+    assert len(_shells(strip)) == 1 and len(_shells(np.r_[strip, strip + 200_002])) == 2
 
 
 def test_a_grown_box_is_the_box_grown_on_every_side():
