@@ -202,7 +202,10 @@ def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None,
         result = cut(Mesh.of_geometry(shape.geometry), [opening_meshes.get(opening.id(), EMPTY) for opening in found])
         if result is not None:
             writer.cut_entity(shape, result)
-        else:
+            continue
+        try:
             writer.entity(ifcopenshell.geom.create_shape(with_openings, ifc.by_id(shape.id), geometry_library=library))
+        except RuntimeError:  # what the iterator does when the booleans fail: the body without its openings
+            writer.entity(shape)
     writer.end()
     return writer.entity_count

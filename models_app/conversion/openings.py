@@ -109,11 +109,13 @@ def _grown(points: np.ndarray, triangles: np.ndarray, distance: float) -> np.nda
 
 def _solid(vertices: np.ndarray, faces: np.ndarray, grow: float = 0.0):
     """The shell as a manifold3d solid (vertices at the same position welded), grown by `grow` (see _grown); None
-    when it is not a closed solid of positive volume."""
+    when it is not a closed solid of positive volume with finite coordinates."""
     import manifold3d
 
     points, welded = np.unique(vertices[faces.reshape(-1)], axis=0, return_inverse=True)
     triangles = welded.reshape(-1, 3)
+    if not np.isfinite(points).all():
+        return None
     if grow:
         points = _grown(points, triangles, grow)
     solid = manifold3d.Manifold(manifold3d.Mesh64(vert_properties=points, tri_verts=triangles.astype(np.uint64)))

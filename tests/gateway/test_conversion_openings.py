@@ -82,7 +82,8 @@ def test_the_cut_faces_take_the_material_of_their_shell():
     (WALL, [Mesh(WALL.vertices, WALL.faces[::-1][1:], WALL.material_ids[1:])]),  # opening not closed
     (WALL, [EMPTY]),  # an opening ifcopenshell could not mesh
     (WALL, [box((-1, -1, -1), (5, 1, 4))]),  # nothing left
-], ids=["open body", "mixed materials", "open opening", "unmeshed opening", "empty result"])
+    (WALL, [Mesh(np.r_[[[np.nan] * 3], WALL.vertices[1:]], WALL.faces, WALL.material_ids)]),  # not a number
+], ids=["open body", "mixed materials", "open opening", "unmeshed opening", "empty result", "NaN"])
 def test_what_cannot_be_vouched_for_is_refused(body, openings):
     assert cut(body, openings) is None
 
@@ -210,3 +211,17 @@ def test_the_conversion_meshes_only_refused_elements_with_their_openings_in_open
                 if cut(body, [openings.get(o.id(), EMPTY) for o in subtracted[product]]) is None}
     assert sorted(with_openings) == sorted(expected)
     assert written > len(bodies)
+
+
+def test_an_element_whose_booleans_fail_keeps_its_body(monkeypatch):
+    import ifcopenshell
+    import ifcopenshell.geom
+
+    ifc = ifcopenshell.open(str(sample("duplex.ifc")))
+    written = geometry.write_geometry(ifc, io.BytesIO(), 1)
+
+    def failing(settings, product, **kwargs):
+        raise RuntimeError(f"Failed to process shape {product}")
+
+    monkeypatch.setattr(ifcopenshell.geom, "create_shape", failing)
+    assert geometry.write_geometry(ifc, io.BytesIO(), 1) == written
