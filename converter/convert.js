@@ -31,7 +31,9 @@ const { values: args } = parseArgs({
   },
 });
 
-const progress = (percent) => console.log(JSON.stringify({ phase: "xkt", percent: Math.floor(percent) }));
+// written to the descriptor itself: console.log would first set up process.stdout's stream machinery
+const say = (message) => fs.writeSync(1, `${JSON.stringify(message)}\n`);
+const progress = (percent) => say({ phase: "xkt", percent: Math.floor(percent) });
 
 class RecordReader {
   constructor(path) {
@@ -167,7 +169,7 @@ async function convertRecords() {
   const xkt = writeXKTModelToArrayBuffer(xktModel, metaModel, stats, { zip: false });
   progress(99);
   fs.writeFileSync(args.output, new Uint8Array(xkt));
-  console.log(JSON.stringify({ objects, geometries: xktModel.geometriesList.length, xktKB: Math.round(xkt.byteLength / 1000) }));
+  say({ objects, geometries: xktModel.geometriesList.length, xktKB: Math.round(xkt.byteLength / 1000) });
 }
 
 async function convertIFC() {
@@ -185,7 +187,7 @@ async function convertIFC() {
     log: () => {},
   });
   if (metaModel) fs.writeFileSync(args["metadata-out"], JSON.stringify(metaModelToJSON(metaModel)));
-  console.log(JSON.stringify({ objects: stats.numObjects, xktKB: Number(stats.xktSize) }));
+  say({ objects: stats.numObjects, xktKB: Number(stats.xktSize) });
 }
 
 function metaModelToJSON(xktModel) {

@@ -114,7 +114,9 @@ def node_executable(node_bin: str) -> Path:
 
 
 def node_command(limits: ConversionLimits, node_bin: str, converter_script: Path, converter_args: list[str],
-                 protected: list[Path]) -> list[str]:
+                 protected: list[Path], *, optimize: bool = True) -> list[str]:
+    """`optimize=False` runs node without TurboFan: on a small input its compilations (synchronous with
+    --single-threaded) cost more time than they save and map ~5 MB of compiler code."""
     heap_mb = max(256, limits.memory_mb - 256)  # V8 fails cleanly below the cgroup cap instead of being killed
     return bwrap.command(
         limits.bwrap,
@@ -123,8 +125,8 @@ def node_command(limits: ConversionLimits, node_bin: str, converter_script: Path
         env={"PATH": "/usr/bin:/bin", "HOME": "/", "LANG": "C.UTF-8"},
         # --optimize-for-size: V8 collects garbage sooner (tower 100x30: 223 MB instead of 312 MB, same time);
         # --single-threaded: no V8 worker threads (a few MB less, the other core is for the other worker)
-        program=[str(node_executable(node_bin)), "--optimize-for-size", "--single-threaded", f"--max-old-space-size={heap_mb}",
-                 str(converter_script), *converter_args],
+        program=[str(node_executable(node_bin)), "--optimize-for-size", "--single-threaded", *([] if optimize else ["--no-opt"]),
+                 f"--max-old-space-size={heap_mb}", str(converter_script), *converter_args],
     )
 
 
