@@ -37,10 +37,10 @@ def measure(stack: Stack, clients: int, turns: int) -> dict:
             stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": f"turn {turn}: describe the model"})
             firsts = []
             for stream, mark in zip(streams, marks):
-                stream.wait_for(lambda f, m=mark, s=stream: s.frames.index(f) >= m and f.event == "session.status" and f.data["status"] == "busy", timeout=60)
+                stream.wait_for(lambda f: f.event == "session.status" and f.data["status"] == "busy", timeout=60, since=mark)
                 firsts.append(time.perf_counter() - posted)
             for stream, mark in zip(streams, marks):
-                stream.wait_for(lambda f, m=mark, s=stream: s.frames.index(f) >= m and f.event == "session.idle", timeout=120)
+                stream.wait_for(lambda f: f.event == "session.idle", timeout=120, since=mark)
             elapsed = time.perf_counter() - posted
             delivered = sum(len(s.frames) - m for s, m in zip(streams, marks))
             latencies += firsts

@@ -60,9 +60,9 @@ def measure(stack: Stack, fake: FakeOpenAI, turns: int, steps: int, latency: flo
             mark, requests_before = len(sse.frames), len(fake.requests)
             posted = time.perf_counter()
             stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": f"turn {turn}"})
-            sse.wait_for(lambda f, m=mark: sse.frames.index(f) >= m and f.event == "session.status" and f.data["status"] == "busy", timeout=60)
+            sse.wait_for(lambda f: f.event == "session.status" and f.data["status"] == "busy", timeout=60, since=mark)
             first_frames.append((time.perf_counter() - posted) * 1000)
-            sse.wait_for(lambda f, m=mark: sse.frames.index(f) >= m and f.event == "session.idle", timeout=120)
+            sse.wait_for(lambda f: f.event == "session.idle", timeout=120, since=mark)
             wall = time.perf_counter() - posted
             provider = sum(r["seconds"] or 0 for r in fake.requests[requests_before:])
             overheads.append((wall - provider) / steps * 1000)
@@ -92,11 +92,11 @@ def abort_latency(stack: Stack, fake: FakeOpenAI, repeat: int) -> dict:
             fake.script(Reply().text("Working on it").hold().text(" and done."))
             mark, requests_before = len(sse.frames), len(fake.requests)
             stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": f"long turn {turn}"})
-            sse.wait_for(lambda f, m=mark: sse.frames.index(f) >= m and f.event == "message.part.delta", timeout=60)
+            sse.wait_for(lambda f: f.event == "message.part.delta", timeout=60, since=mark)
             held = fake.requests[requests_before]
             posted = time.perf_counter()
             aborted = stack.api("POST", f"/api/v1/chat/sessions/{cid}/abort").json()["data"]
-            idle = sse.wait_for(lambda f, m=mark: sse.frames.index(f) >= m and f.event == "session.idle", timeout=60)
+            idle = sse.wait_for(lambda f: f.event == "session.idle", timeout=60, since=mark)
             if aborted != {"aborted": True} or held["seconds"] is not None:
                 raise RuntimeError(f"not an abort of a held reply: {aborted}, provider request ended: {held['seconds']}")
             latencies.append((idle.received - posted) * 1000)

@@ -97,9 +97,10 @@ class SSEStream:
                 connection.close()
             self._opened.set()
 
-    def wait_for(self, predicate, timeout: float = 30) -> Frame:
+    def wait_for(self, predicate, timeout: float = 30, since: int = 0) -> Frame:
+        """The first frame matching `predicate` among those received from index `since` on."""
         deadline = time.monotonic() + timeout
-        seen = 0
+        seen = since
         while time.monotonic() < deadline:
             frames = list(self.frames)
             for frame in frames[seen:]:

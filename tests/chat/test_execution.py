@@ -13,6 +13,7 @@ from chat_app.agent.loop import TurnContext
 from chat_app.agent.tools import Tool, ToolCall, ToolResult, object_schema
 from chat_app.models import Message, Part, sortable_id
 from models_app import cancellation
+from tests.helpers import poll
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
 
@@ -50,12 +51,8 @@ def test_a_tool_runs_off_the_loop_and_an_aborted_one_reports_what_it_committed()
     part["state"] = {"status": "error", "input": {}, "error": "Tool execution aborted", "metadata": {**part["state"]["metadata"], "interrupted": True}}
     Part.objects.filter(pk=part["id"]).update(data=part)  # what the loop does right after the cancellation
     gate.set()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and "completedAfterAbort" not in Part.objects.get(pk=part["id"]).data["state"]["metadata"]:
-        time.sleep(0.05)
-    metadata = Part.objects.get(pk=part["id"]).data["state"]["metadata"]
+    metadata = poll(lambda: Part.objects.get(pk=part["id"]).data["state"]["metadata"], lambda metadata: "completedAfterAbort" in metadata, timeout=10)
     assert metadata["committed"] == ["saved ifc model m_0000000000000001 v3", "saved ifc model m_0000000000000001 v4"]
     assert metadata["completedAfterAbort"]["title"] == "built" and metadata["interrupted"] is True
-    while time.monotonic() < deadline and events.frames_after(session.id, 0)[-1].event != "viewer.committed":
-        time.sleep(0.05)  # the late result's frames follow its part's update
-    assert events.frames_after(session.id, 0)[-1].event == "viewer.committed"
+    # the late result's frames follow its part's update
+    assert poll(lambda: events.frames_after(session.id, 0)[-1].event, lambda last: last == "viewer.committed", timeout=10)

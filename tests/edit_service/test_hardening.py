@@ -16,6 +16,7 @@ from edit_service.engine.staging import MAX_STATES
 from edit_service.engine.workflow import Editor
 from tests.edit_service.conftest import MODEL_ID, example
 from tests.edit_service.test_api import EditService
+from tests.helpers import poll
 
 SYMLINKED_OUTPUT = '''import os
 import script_lib as sl
@@ -167,10 +168,8 @@ def test_cancel_kills_a_running_build_and_publishes_nothing(editor, data_dir):
     failures = []
     runner = threading.Thread(target=lambda: failures.append(pytest.raises(RunFailed, editor.run)))
     runner.start()
-    deadline = time.monotonic() + 30
-    while not list(editor.files.runs_dir.glob("*.pid")) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)
+    poll(lambda: list(editor.files.runs_dir.glob("*.pid")), bool, timeout=30)
+    time.sleep(0.5)  # the build's own processes start
     build = [psutil.Process(json.loads(pid_file.read_text())["pid"]) for pid_file in editor.files.runs_dir.glob("*.pid")]
     tree = build + [child for process in build for child in process.children(recursive=True)]
     assert editor.cancel_runs() == {"cancelled": 1}

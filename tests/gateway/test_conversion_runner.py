@@ -4,12 +4,11 @@ import os
 import signal
 import sys
 import threading
-import time
 
 import psutil
 
 from models_app.conversion import runner, sandbox
-from tests.helpers import MINIMAL_IFC, sample
+from tests.helpers import MINIMAL_IFC, poll, sample
 from tests.processes import spawn, stop
 from viewer_gateway.config import SHIPPED_CONVERTER as CONVERTER
 
@@ -76,15 +75,13 @@ def _kill_worker_when(tmp_path, ifc, converter, running) -> None:
     worker = spawn([sys.executable, "-c", WORKER, str(ifc), str(out), str(converter)], cwd=sandbox.PROJECT_ROOT,
                    env={**os.environ, "PYTHONPATH": str(sandbox.PROJECT_ROOT)})
     try:
-        deadline = time.monotonic() + 60
-        descendants = []
-        while time.monotonic() < deadline and not running(descendants):
+        def descendants_of_worker():
             try:
-                descendants = psutil.Process(worker.pid).children(recursive=True)
+                return psutil.Process(worker.pid).children(recursive=True)
             except psutil.NoSuchProcess:
-                break
-            time.sleep(0.02)
-        assert running(descendants), "the stage should be running"
+                raise AssertionError("the worker ended before its stage ran") from None
+
+        descendants = poll(descendants_of_worker, running, timeout=60, interval=0.02)
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
         gone, alive = psutil.wait_procs(descendants, timeout=10)
