@@ -7,8 +7,9 @@ one mesh per element (node name = GlobalId = XKT entity id), decomposed into one
 the same material (its own vertex range, indices rebased), the Y-up node matrix, materials as base colour, opacity
 (1 - transparency), metallic 0 and roughness from the specular exponent, a mesh shared by elements whose geometry id
 is the same (XKT geometry reuse), elements without material ids skipped. Elements with openings get their body less
-their openings from openings.cut (flat normals, a primitive per material of the body's shells), or, where it refuses,
-ifcopenshell's own mesh with the openings subtracted.
+their openings from openings.cut (a primitive per material of the body's shells, no normals: xeokit-convert then
+merges the vertices the cut's faces repeat and the viewer shades them flat), or, where it refuses, ifcopenshell's
+own mesh with the openings subtracted.
 
 Format (little-endian) after the 8-byte magic: a sequence of records, each starting with one tag byte
   1 material  u32 id, f64 r g b opacity metallic roughness (doubles, as the GLB's JSON carried them)
@@ -24,13 +25,19 @@ aims a camera at an issue's element with them when the issue has none.
 
 from __future__ import annotations
 
+import logging
 import struct
 import time
+from collections import Counter
 
 import numpy as np
 
+from models_app.conversion import openings
 from models_app.conversion.metadata import StreamedObject
-from models_app.conversion.openings import EMPTY, Mesh, cut, flat_normals, subtractions
+from models_app.conversion.openings import EMPTY, Mesh
+from models_app.conversion.voids import modelling_precision, subtractions
+
+log = logging.getLogger(__name__)
 
 MAGIC = b"XKTGEO01"
 MATERIAL, GEOMETRY, ENTITY, END = 1, 2, 3, 0
@@ -129,11 +136,12 @@ class _RecordWriter:
         self._bounds(shape, np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3))  # not kept: one box per element is cheap
         self._entity(shape.guid, shape.transformation_buffer, self._mesh(geometry))
 
-    def cut_entity(self, shape, cut: Mesh) -> None:
+    def cut_entity(self, shape, body_less_openings: Mesh) -> None:
         """The element of shape (its body, meshed without openings) with the mesh of its body less its openings."""
-        self._bounds(shape, cut.vertices)
+        mesh = body_less_openings
+        self._bounds(shape, mesh.vertices)
         self._entity(shape.guid, shape.transformation_buffer, self._primitives(
-            TRIANGLES, cut.vertices.reshape(-1), flat_normals(cut).reshape(-1), cut.faces.reshape(-1), cut.material_ids, shape.geometry.materials))
+            TRIANGLES, mesh.vertices.reshape(-1), np.zeros(0), mesh.faces.reshape(-1), mesh.material_ids, shape.geometry.materials))
 
     def _bounds(self, shape, verts: np.ndarray) -> None:
         if self.bounds is not None:
@@ -176,6 +184,35 @@ def _shapes(ifc, settings, library: str, threads: int, on_progress, **selection)
                 break
 
 
+class _OpeningMeshes:
+    """The mesh of every opening, made before the bodies (as the iterator would for each element again), each kept
+    until the last element it is subtracted from has been cut."""
+
+    def __init__(self, ifc, subtracted: dict[int, list], library: str, threads: int, on_progress):
+        self.uses = Counter(opening.id() for found in subtracted.values() for opening in found)
+        included = [ifc.by_id(opening) for opening in self.uses]
+        self.meshes = {shape.id: Mesh.of_geometry(shape.geometry)
+                       for shape in _shapes(ifc, _settings(), library, threads, on_progress, include=included)} if included else {}
+
+    def take(self, found: list) -> list[Mesh]:
+        meshes = [self.meshes.get(opening.id(), EMPTY) for opening in found]
+        for opening in found:
+            self.uses[opening.id()] -= 1
+            if not self.uses[opening.id()]:
+                self.meshes.pop(opening.id(), None)
+        return meshes
+
+
+def _body_less_openings(shape, opening_meshes: list[Mesh], precision: float) -> Mesh | None:
+    """openings.cut, with any failure of its own taken as a refusal (the element then goes to OpenCascade)."""
+    try:
+        with np.errstate(all="ignore"):
+            return openings.cut(Mesh.of_geometry(shape.geometry), opening_meshes, precision)
+    except Exception:
+        log.warning("mesh subtraction of the openings of %s failed; OpenCascade subtracts them", shape.guid, exc_info=True)
+        return None
+
+
 def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None, bounds_handle=None) -> int:
     """Writes the records of every element with geometry (openings excluded), and their bounds to bounds_handle (a
     text file) when given; returns how many were written. Openings are meshed first and subtracted from the bodies
@@ -186,11 +223,10 @@ def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None,
     library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
     writer = _RecordWriter(handle, StreamedObject(bounds_handle) if bounds_handle is not None else None)
     subtracted = subtractions(ifc)
-    openings = {opening.id(): opening for found in subtracted.values() for opening in found}
-    opening_share = len(openings) / max(1, len(openings) + len(ifc.by_type("IfcProduct")))
-    opening_meshes = {shape.id: Mesh.of_geometry(shape.geometry) for shape in _shapes(
-        ifc, _settings(), library, threads, lambda fraction: on_progress(opening_share * fraction), include=list(openings.values())
-    )} if openings else {}
+    precision = modelling_precision(ifc)
+    opening_count = len({opening.id() for found in subtracted.values() for opening in found})
+    opening_share = opening_count / max(1, len(ifc.by_type("IfcProduct")))
+    opening_meshes = _OpeningMeshes(ifc, subtracted, library, threads, lambda fraction: on_progress(opening_share * fraction))
     with_openings = _settings()
     for shape in _shapes(ifc, _settings(**{"disable-opening-subtractions": True}), library, threads,
                          lambda fraction: on_progress(opening_share + (1 - opening_share) * fraction),
@@ -199,7 +235,7 @@ def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None,
         if found is None:
             writer.entity(shape)
             continue
-        result = cut(Mesh.of_geometry(shape.geometry), [opening_meshes.get(opening.id(), EMPTY) for opening in found])
+        result = _body_less_openings(shape, opening_meshes.take(found), precision)
         if result is not None:
             writer.cut_entity(shape, result)
             continue

@@ -10,11 +10,16 @@ ifcopenshell with its openings as before:
 - every shell of the body and of each opening (ifcopenshell emits one per representation item, each with its own
   vertices) must weld into a closed, consistently oriented solid of positive volume;
 - each shell of the body has one material (the cut faces take it, as OpenCascade gives them the body's style);
-- the result is a non-empty closed solid with no film: no two coplanar faces facing opposite ways, which is what a
-  boolean leaves where a face of an opening lies (within rounding) on a face of the body.
-Openings are grown by the modelling precision first (each face moved out by it), so an opening flush with a
-face of the wall (the usual case: an opening exactly as deep as the wall) cuts through it instead of leaving a
-film, as OpenCascade's fuzzy booleans do within the same precision.
+- the result is a non-empty closed solid with no film: no two parallel faces facing opposite ways closer than the
+  growth distance (below), which is what a boolean leaves where a face of an opening lies just inside a face of
+  the body;
+- the model's precision is no coarser than MAX_PRECISION, and every coordinate is finite and within MAX_EXTENT of
+  the body's centre (the solids are built around that centre, so a model placed a thousand kilometres from its
+  origin is cut as exactly as one at the origin).
+Openings are grown first (each face moved out) by the model's precision (voids.modelling_precision), but at least
+by MIN_GROWTH: an opening flush with a face of the wall (the usual case: an opening exactly as deep as the wall)
+then cuts through it instead of leaving a film, as OpenCascade's fuzzy booleans do within the same precision.
+manifold3d is imported where it is used (3 ms): its 2 MB stay out of the conversion zygote.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PRECISION = 1e-5  # metres: ifcopenshell's modelling precision, how far openings are grown
-PLANE_DECIMALS = 6  # faces closer than this (normal components, offset in metres) count as one plane
+MIN_GROWTH = 1e-5  # metres an opening is grown by at least
+MAX_PRECISION = 1e-3  # metres: a model that claims no better is left to OpenCascade
+MAX_EXTENT = 1e4  # metres from the body's centre
+NORMAL_STEP = 1e-6  # faces whose normals differ by less than this (in each component) count as parallel
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,9 @@ class Mesh:
     faces: np.ndarray
     material_ids: np.ndarray
 
+    def moved(self, offset: np.ndarray) -> "Mesh":
+        return Mesh(self.vertices + offset, self.faces, self.material_ids)
+
     @classmethod
     def of_geometry(cls, geometry) -> "Mesh":
         return cls(np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3),
@@ -43,22 +53,6 @@ class Mesh:
 
 
 EMPTY = Mesh(np.zeros((0, 3)), np.zeros((0, 3), dtype=np.int64), np.zeros(0, dtype=np.int32))
-
-
-def openings_of(product) -> list:
-    """The openings ifcopenshell subtracts from a product: its own, and those of every element it is an aggregated
-    part of (walking up single IfcRelAggregates), e.g. a wall's openings for its layer parts."""
-    found = []
-    if product.is_a("IfcElement") and not product.is_a("IfcFeatureElementSubtraction"):
-        found += [rel.RelatedOpeningElement for rel in product.HasOpenings]
-    whole = product
-    while True:
-        decomposes = [rel for rel in (getattr(whole, "Decomposes", None) or ()) if rel.is_a("IfcRelAggregates")]
-        if len(decomposes) != 1:
-            return found
-        whole = decomposes[0].RelatingObject
-        if whole.is_a("IfcElement") and not whole.is_a("IfcFeatureElementSubtraction"):
-            found += [rel.RelatedOpeningElement for rel in whole.HasOpenings]
 
 
 def _roots(first: np.ndarray, second: np.ndarray, count: int) -> np.ndarray:
@@ -114,7 +108,7 @@ def _solid(vertices: np.ndarray, faces: np.ndarray, grow: float = 0.0):
 
     points, welded = np.unique(vertices[faces.reshape(-1)], axis=0, return_inverse=True)
     triangles = welded.reshape(-1, 3)
-    if not np.isfinite(points).all():
+    if not (np.abs(points) <= MAX_EXTENT).all():  # NaN fails this too
         return None
     if grow:
         points = _grown(points, triangles, grow)
@@ -124,21 +118,9 @@ def _solid(vertices: np.ndarray, faces: np.ndarray, grow: float = 0.0):
     return solid
 
 
-def subtractions(ifc) -> dict[int, list]:
-    """Product id -> the openings ifcopenshell subtracts from it (see openings_of), for each product that has any:
-    found from the voiding relations down through aggregation, without visiting every product."""
-    candidates = {}
-    pending = [rel.RelatingBuildingElement for rel in ifc.by_type("IfcRelVoidsElement")]
-    while pending:
-        product = pending.pop()
-        if product.id() not in candidates:
-            candidates[product.id()] = product
-            pending += [part for rel in product.IsDecomposedBy if rel.is_a("IfcRelAggregates") for part in rel.RelatedObjects]
-    return {key: openings for key, product in candidates.items() if (openings := openings_of(product))}
-
-
-def _has_film(corners: np.ndarray) -> bool:
-    """Whether two faces of the triangles (m, 3, 3) lie in one plane facing opposite ways."""
+def _has_film(corners: np.ndarray, distance: float) -> bool:
+    """Whether two faces of the triangles (m, 3, 3) face opposite ways on parallel planes less than about
+    `distance` apart (always when closer than distance / 2)."""
     normals, lengths = _unit_normals(corners)
     kept = lengths > 1e-14
     normals = normals[kept]
@@ -147,9 +129,8 @@ def _has_film(corners: np.ndarray) -> bool:
     # keys on two grids half a step apart, so that two faces of one plane never fall on two sides of a rounding step
     first = np.argmax(np.abs(normals) > 1e-9, axis=1)
     facing = np.sign(normals[np.arange(len(normals)), first])
-    plane = np.c_[normals * facing[:, None], offsets * facing]
-    step = 10.0 ** -PLANE_DECIMALS
-    return any(_faced_both_ways(np.round(plane + shift, PLANE_DECIMALS), facing > 0) for shift in (0.0, step / 2))
+    plane = np.c_[normals * facing[:, None] / NORMAL_STEP, offsets * facing / distance]
+    return any(_faced_both_ways(np.round(plane + shift), facing > 0) for shift in (0.0, 0.5))
 
 
 def _faced_both_ways(keys: np.ndarray, positive: np.ndarray) -> bool:
@@ -159,14 +140,31 @@ def _faced_both_ways(keys: np.ndarray, positive: np.ndarray) -> bool:
     return bool(faced.all(axis=1).any())
 
 
-def cut(body: Mesh, openings: list[Mesh]) -> Mesh | None:
+def _overlap(body: Mesh, opening: Mesh, growth: float) -> bool:
+    """Whether the bounding boxes of the body and of the opening grown by `growth` overlap."""
+    return bool((opening.vertices.max(axis=0) + growth >= body.vertices.min(axis=0)).all()
+                and (opening.vertices.min(axis=0) - growth <= body.vertices.max(axis=0)).all())
+
+
+def cut(body: Mesh, openings: list[Mesh], precision: float) -> Mesh | None:
     """The body less the openings, its faces each with their own three vertices; None when the result cannot be
-    vouched for (see the module's description)."""
+    vouched for (see the module's description). `precision`: the model's, in metres."""
     import manifold3d
 
-    if not body.faces.size or not openings or not all(opening.faces.size for opening in openings):
+    if not body.faces.size or not openings or not all(opening.faces.size for opening in openings) or not precision <= MAX_PRECISION:
         return None
-    grown = [_solid(opening.vertices, opening.faces[shell], PRECISION) for opening in openings for shell in _shells(opening.faces)]
+    centre = (body.vertices.min(axis=0) + body.vertices.max(axis=0)) / 2
+    if not np.isfinite(centre).all():
+        return None
+    growth = max(MIN_GROWTH, precision)
+    if not all(np.isfinite(opening.vertices).all() for opening in openings):
+        return None
+    openings = [opening for opening in openings if _overlap(body, opening, growth)]
+    body, openings = body.moved(-centre), [opening.moved(-centre) for opening in openings]
+    if not openings:  # e.g. a part of an aggregate none of its whole's openings reach: the body, if it is closed
+        closed = all(_solid(body.vertices, body.faces[shell]) is not None for shell in _shells(body.faces))
+        return body.moved(centre) if closed else None
+    grown = [_solid(opening.vertices, opening.faces[shell], growth) for opening in openings for shell in _shells(opening.faces)]
     if any(solid is None for solid in grown):
         return None
     cutter = manifold3d.Manifold.batch_boolean(grown, manifold3d.OpType.Add)
@@ -181,14 +179,9 @@ def cut(body: Mesh, openings: list[Mesh]) -> Mesh | None:
             return None
         mesh = result.to_mesh64()
         triangles = np.asarray(mesh.vert_properties)[:, :3][np.asarray(mesh.tri_verts).astype(np.int64)]
-        if _has_film(triangles):
+        if _has_film(triangles, growth):
             return None
         corners.append(triangles)
         materials.append(np.full(len(triangles), material[0], dtype=np.int32))
     vertices = np.concatenate(corners).reshape(-1, 3)
-    return Mesh(vertices, np.arange(len(vertices)).reshape(-1, 3), np.concatenate(materials))
-
-
-def flat_normals(mesh: Mesh) -> np.ndarray:
-    """A normal per vertex of a mesh whose faces each have their own three vertices (as cut returns)."""
-    return np.repeat(_unit_normals(mesh.vertices[mesh.faces])[0], 3, axis=0)
+    return Mesh(vertices, np.arange(len(vertices)).reshape(-1, 3), np.concatenate(materials)).moved(centre)

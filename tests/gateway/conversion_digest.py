@@ -77,7 +77,7 @@ def cut_entities(ifc: Path) -> set[str]:
     """The GlobalIds of the elements of the IFC that have openings subtracted (none when ifcopenshell cannot read it)."""
     import ifcopenshell
 
-    from models_app.conversion.openings import subtractions
+    from models_app.conversion.voids import subtractions
 
     try:
         model = ifcopenshell.open(str(ifc))

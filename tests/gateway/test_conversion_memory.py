@@ -2,6 +2,7 @@
 ifcopenshell a conversion never uses, node runs small inputs without its optimizing compiler, and the converter
 bundle leaves out the texture code geometry records never need."""
 
+import re
 import subprocess
 import sys
 import time
@@ -54,3 +55,19 @@ def test_the_records_converter_bundles_no_texture_code_and_the_fallback_is_its_o
     bundle = SHIPPED_CONVERTER.read_text()
     assert "node_modules/@loaders.gl/" not in bundle and "worker_threads" not in bundle
     assert (SHIPPED_CONVERTER.parent / "fallback.mjs").is_file()
+
+
+def test_only_ifcopenshells_notes_about_the_parts_left_out_are_dropped(capsys):
+    from models_app.conversion import zygote
+
+    with zygote._unimportable(()):
+        print("No SQL support: import of sqlite3 halted; None in sys.modules")
+        print("DeprecationWarning: something a library really says", file=sys.stderr)
+    assert capsys.readouterr().err == "DeprecationWarning: something a library really says\n"
+
+
+def test_no_conversion_code_uses_what_the_zygote_leaves_out():
+    conversion = sandbox.PROJECT_ROOT / "models_app" / "conversion"
+    for path in conversion.glob("*.py"):
+        if path.name != "zygote.py":
+            assert not re.search(r"\.mvd\b|ifcopenshell\.(stream|sql)|\b(import|from) (lark|sqlite3)\b", path.read_text()), path
