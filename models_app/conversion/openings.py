@@ -147,11 +147,14 @@ def _overlap(body: Mesh, opening: Mesh, growth: float) -> bool:
 
 
 def cut(body: Mesh, openings: list[Mesh], precision: float) -> Mesh | None:
-    """The body less the openings, its faces each with their own three vertices; None when the result cannot be
-    vouched for (see the module's description). `precision`: the model's, in metres."""
+    """The body less the openings (the faces of a cut each with their own three vertices; the body itself where no
+    opening reaches it); None when the result cannot be vouched for (see the module's description). `precision`: the
+    model's, in metres."""
     import manifold3d
 
-    if not body.faces.size or not openings or not all(opening.faces.size for opening in openings) or not precision <= MAX_PRECISION:
+    if not body.faces.size or len(body.material_ids) != len(body.faces) or not precision <= MAX_PRECISION:
+        return None
+    if not openings or not all(opening.faces.size for opening in openings):
         return None
     centre = (body.vertices.min(axis=0) + body.vertices.max(axis=0)) / 2
     if not np.isfinite(centre).all():

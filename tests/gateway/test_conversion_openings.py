@@ -92,8 +92,9 @@ def test_the_cut_faces_take_the_material_of_their_shell():
     (Mesh(np.r_[[[np.nan] * 3], WALL.vertices[1:]], WALL.faces, WALL.material_ids), [box((1, 0, 0.5), (2, 0.3, 2))]),
     (Mesh(WALL.vertices * 1e200, WALL.faces, WALL.material_ids), [box((1, 0, 0.5), (2, 0.3, 2))]),  # cross products overflow
     (WALL, [box((-1e5, 0, 0.5), (2, 0.3, 2))]),  # an opening reaching 100 km off its wall
+    (Mesh(WALL.vertices, WALL.faces, np.zeros(0, dtype=np.int32)), [box((1, 0, 0.5), (2, 0.3, 2))]),  # no materials
 ], ids=["open body", "mixed materials", "open opening", "unmeshed opening", "empty result", "NaN opening", "NaN body",
-        "overflowing body", "opening far away"])
+        "overflowing body", "opening far away", "no material ids"])
 def test_what_cannot_be_vouched_for_is_refused(body, openings):
     assert cut(body, openings, PRECISION) is None
 
