@@ -136,9 +136,8 @@ class _RecordWriter:
         self._bounds(shape, np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3))  # not kept: one box per element is cheap
         self._entity(shape.guid, shape.transformation_buffer, self._mesh(geometry))
 
-    def cut_entity(self, shape, body_less_openings: Mesh) -> None:
-        """The element of shape (its body, meshed without openings) with the mesh of its body less its openings."""
-        mesh = body_less_openings
+    def cut_entity(self, shape, mesh: Mesh) -> None:
+        """The element of shape (its body, meshed without openings) with `mesh`, its body less its openings."""
         self._bounds(shape, mesh.vertices)
         self._entity(shape.guid, shape.transformation_buffer, self._primitives(
             TRIANGLES, mesh.vertices.reshape(-1), np.zeros(0), mesh.faces.reshape(-1), mesh.material_ids, shape.geometry.materials))
@@ -188,11 +187,15 @@ class _OpeningMeshes:
     """The mesh of every opening, made before the bodies (as the iterator would for each element again), each kept
     until the last element it is subtracted from has been cut."""
 
-    def __init__(self, ifc, subtracted: dict[int, list], library: str, threads: int, on_progress):
+    def __init__(self, subtracted: dict[int, list]):
         self.uses = Counter(opening.id() for found in subtracted.values() for opening in found)
-        included = [ifc.by_id(opening) for opening in self.uses]
-        self.meshes = {shape.id: Mesh.of_geometry(shape.geometry)
-                       for shape in _shapes(ifc, _settings(), library, threads, on_progress, include=included)} if included else {}
+        self.meshes: dict[int, Mesh] = {}
+
+    def make(self, ifc, library: str, threads: int, on_progress) -> None:
+        if self.uses:
+            included = [ifc.by_id(opening) for opening in self.uses]
+            self.meshes = {shape.id: Mesh.of_geometry(shape.geometry)
+                           for shape in _shapes(ifc, _settings(), library, threads, on_progress, include=included)}
 
     def take(self, found: list) -> list[Mesh]:
         meshes = [self.meshes.get(opening.id(), EMPTY) for opening in found]
@@ -224,9 +227,9 @@ def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None,
     writer = _RecordWriter(handle, StreamedObject(bounds_handle) if bounds_handle is not None else None)
     subtracted = subtractions(ifc)
     precision = modelling_precision(ifc)
-    opening_count = len({opening.id() for found in subtracted.values() for opening in found})
-    opening_share = opening_count / max(1, len(ifc.by_type("IfcProduct")))
-    opening_meshes = _OpeningMeshes(ifc, subtracted, library, threads, lambda fraction: on_progress(opening_share * fraction))
+    opening_meshes = _OpeningMeshes(subtracted)
+    opening_share = len(opening_meshes.uses) / max(1, len(ifc.by_type("IfcProduct")))
+    opening_meshes.make(ifc, library, threads, lambda fraction: on_progress(opening_share * fraction))
     with_openings = _settings()
     for shape in _shapes(ifc, _settings(**{"disable-opening-subtractions": True}), library, threads,
                          lambda fraction: on_progress(opening_share + (1 - opening_share) * fraction),

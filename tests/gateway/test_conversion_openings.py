@@ -182,9 +182,23 @@ def test_parts_of_an_element_get_its_openings():
     assert subtractions(ifc) == {wall.id(): [opening], part.id(): [opening]}
 
 
-def _meshes(ifc, products, **settings) -> dict[int, Mesh]:
-    return {shape.id: Mesh.of_geometry(shape.geometry) for shape in geometry._shapes(
+def _shapes_of(ifc, products, **settings) -> dict:
+    return {shape.id: shape for shape in geometry._shapes(
         ifc, geometry._settings(**settings), LIBRARY, 1, lambda fraction: None, include=products)}
+
+
+def _meshes(ifc, products, **settings) -> dict[int, Mesh]:
+    return {product: Mesh.of_geometry(shape.geometry) for product, shape in _shapes_of(ifc, products, **settings).items()}
+
+
+def _cut_on_meshes(ifc) -> tuple[dict[int, Mesh], dict[int, Mesh | None]]:
+    """Each element with openings: its body meshed without them, and openings.cut of it (None where refused)."""
+    subtracted = subtractions(ifc)
+    bodies = _meshes(ifc, [ifc.by_id(product) for product in subtracted], **{"disable-opening-subtractions": True})
+    openings = _meshes(ifc, list({o for found in subtracted.values() for o in found}))
+    precision = modelling_precision(ifc)
+    return bodies, {product: cut(body, [openings.get(o.id(), EMPTY) for o in subtracted[product]], precision)
+                    for product, body in bodies.items()}
 
 
 def model_file(name: str):
@@ -201,17 +215,12 @@ def test_on_the_samples_every_cut_matches_opencascade_and_every_refusal_has_a_re
     import ifcopenshell
 
     ifc = ifcopenshell.open(str(model_file(name)))
-    subtracted = subtractions(ifc)
-    hosts = [ifc.by_id(product) for product in subtracted]
-    opencascade = _meshes(ifc, hosts)
-    bodies = _meshes(ifc, hosts, **{"disable-opening-subtractions": True})
-    openings = _meshes(ifc, list({o for found in subtracted.values() for o in found}))
+    bodies, cuts = _cut_on_meshes(ifc)
+    opencascade = _meshes(ifc, [ifc.by_id(product) for product in bodies])
     assert bodies and set(bodies) == set(opencascade)
-    refused = []
-    for product, body in bodies.items():
-        result = cut(body, [openings.get(opening.id(), EMPTY) for opening in subtracted[product]], modelling_precision(ifc))
+    refused = [product for product, result in cuts.items() if result is None]
+    for product, result in cuts.items():
         if result is None:
-            refused.append(product)
             continue
         volume, area, bounds = volume_area_bounds(result)
         expected_volume, expected_area, expected_bounds = volume_area_bounds(opencascade[product])
@@ -241,11 +250,8 @@ def test_the_conversion_meshes_only_refused_elements_with_their_openings_in_open
 
     monkeypatch.setattr(ifcopenshell.geom, "create_shape", recording)
     written = geometry.write_geometry(ifc, io.BytesIO(), 1)
-    subtracted = subtractions(ifc)
-    bodies = _meshes(ifc, [ifc.by_id(product) for product in subtracted], **{"disable-opening-subtractions": True})
-    openings = _meshes(ifc, list({o for found in subtracted.values() for o in found}))
-    expected = {ifc.by_id(product).GlobalId for product, body in bodies.items()
-                if cut(body, [openings.get(o.id(), EMPTY) for o in subtracted[product]], modelling_precision(ifc)) is None}
+    bodies, cuts = _cut_on_meshes(ifc)
+    expected = {ifc.by_id(product).GlobalId for product, result in cuts.items() if result is None}
     assert sorted(with_openings) == sorted(expected)
     assert written > len(bodies)
 
@@ -330,10 +336,7 @@ def test_what_the_conversion_writes_for_a_cut_element_is_opencascades_solid_in_i
     assert opencascade and set(opencascade) <= set(entities)
     for guid, shape in opencascade.items():
         parts = [(geometries[g], m) for g, m in entities[guid] if g in geometries]
-        offsets = np.cumsum([0] + [len(positions) for (positions, _), _ in parts[:-1]])
-        written = Mesh(np.concatenate([positions for (positions, _), _ in parts]),
-                       np.concatenate([indices + offset for ((_, indices), _), offset in zip(parts, offsets)]),
-                       np.zeros(0))
+        written = joined(*(Mesh(positions, indices, np.zeros(len(indices))) for (positions, indices), _ in parts))
         volume, area, bounds = volume_area_bounds(written)
         expected_volume, expected_area, expected_bounds = volume_area_bounds(Mesh.of_geometry(shape.geometry))
         assert volume == pytest.approx(expected_volume, rel=1e-3, abs=1e-5), guid
@@ -346,7 +349,3 @@ def test_what_the_conversion_writes_for_a_cut_element_is_opencascades_solid_in_i
 
 def _rgb(components) -> tuple:
     return tuple(round(float(c), 6) for c in components)
-
-
-def _shapes_of(ifc, products) -> dict:
-    return {shape.id: shape for shape in geometry._shapes(ifc, geometry._settings(), LIBRARY, 1, lambda fraction: None, include=products)}
