@@ -34,6 +34,7 @@ from ifctester import reporter as ifctester_reporter  # noqa: E402
 
 from checks_app.engine.ids_engine import IdsSource, check_model  # noqa: E402
 from checks_app.engine.runner import run_check_process  # noqa: E402
+from models_app.conversion.sandbox import ConversionLimits  # noqa: E402
 
 SAMPLES = ROOT.parent / "shared" / "ifc-samples"
 DEFAULT_SAMPLES = ("AC20-FZK-Haus.ifc", "duplex.ifc")
@@ -79,11 +80,12 @@ def run_ifctester(ifc_path: Path, ids_path: Path) -> tuple[float, float, dict]:
 
 
 def run_child(ifc_path: Path, ids_path: Path, folder: Path) -> float:
-    (folder / "job.json").write_text(json.dumps({"ids": [{"name": ids_path.name, "file": str(ids_path)}], "overrides": None}))
-    started = time.perf_counter()
-    outcome = run_check_process(ifc_path=ifc_path, job_path=folder / "job.json", result_path=folder / "result.json",
-                                timeout_seconds=1800, memory_mb=8192, on_progress=lambda phase, percent: None)
-    elapsed = time.perf_counter() - started
+    job = {"ids": [{"name": ids_path.name, "content": ids_path.read_text(encoding="utf-8")}], "overrides": None}
+    with tempfile.TemporaryDirectory(dir=folder) as work_dir:
+        started = time.perf_counter()
+        outcome = run_check_process(ifc_path=ifc_path, job=job, work_dir=Path(work_dir), timeout_seconds=1800,
+                                    limits=ConversionLimits(memory_mb=8192), on_progress=lambda phase, percent: None)
+        elapsed = time.perf_counter() - started
     assert outcome.ok, outcome.error
     return elapsed
 

@@ -10,6 +10,8 @@ ifctester's own classes (none of its code is copied), and are applied to a docum
 3. Range bounds (xs:minInclusive ... xs:maxExclusive) of real numbers apply the same tolerance: an inclusive bound
    widens by it, an exclusive one narrows (ifctester compares exactly); enumerations of reals match within it:
    `Restriction`.
+4. xs:pattern is matched by RE2 in linear time with XSD semantics (xsd_patterns), never by Python's backtracking
+   `re` as ifctester does: `Restriction`.
 The verdict of a specification is decided here from ifctester's applicable elements and requirement failures:
 minOccurs <= applicable count <= maxOccurs (unbounded: no upper limit) and every applicable element meets every
 requirement; with maxOccurs 0 (prohibited) the requirements are not checked and any applicable element fails it.
@@ -29,6 +31,8 @@ import ifcopenshell.util.placement
 import ifcopenshell.util.unit
 from ifctester import facet as ifctester_facet
 from ifctester import ids as ifctester_ids
+
+from checks_app.engine.xsd_patterns import compile_xsd_pattern, xsd_pattern_matches
 
 EPSILON = Decimal("0.000001")
 BOUNDS = ("minInclusive", "minExclusive", "maxInclusive", "maxExclusive")
@@ -107,18 +111,27 @@ class SimpleValue:
 
 
 class Restriction(ifctester_facet.Restriction):
-    """xs:restriction with the IDS tolerance for reals in bounds and enumerations; every other constraint (and any
-    value that is not a real) is ifctester's."""
+    """xs:restriction with patterns matched by RE2 (compiled when the document is loaded: a pattern RE2 cannot run
+    raises PatternUnsupported there) and the IDS tolerance for reals in bounds and enumerations; every other
+    constraint is ifctester's."""
+
+    def __init__(self, options=None, base="string"):
+        super().__init__(options, base)
+        for pattern in _as_list(self.options.get("pattern", [])):
+            compile_xsd_pattern(pattern)
 
     def __eq__(self, other):
-        if not isinstance(other, float) or not any(name in self.options for name in (*BOUNDS, "enumeration")):
-            return super().__eq__(other)
-        for name in BOUNDS:
-            if name in self.options and not all(within_bound(other, name, bound) for bound in _as_list(self.options[name])):
-                return False
-        if "enumeration" in self.options and not any(reals_equal(other, option) for option in _as_list(self.options["enumeration"])):
+        patterns = _as_list(self.options.get("pattern", []))
+        if patterns and not (isinstance(other, str) and all(xsd_pattern_matches(pattern, other) for pattern in patterns)):
             return False
-        rest = {name: value for name, value in self.options.items() if name not in (*BOUNDS, "enumeration")}
+        rest = {name: value for name, value in self.options.items() if name != "pattern"}
+        if isinstance(other, float):
+            for name in BOUNDS:
+                if name in rest and not all(within_bound(other, name, bound) for bound in _as_list(rest[name])):
+                    return False
+            if "enumeration" in rest and not any(reals_equal(other, option) for option in _as_list(rest["enumeration"])):
+                return False
+            rest = {name: value for name, value in rest.items() if name not in (*BOUNDS, "enumeration")}
         return ifctester_facet.Restriction(rest, self.base) == other
 
     __hash__ = None

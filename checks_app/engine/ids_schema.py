@@ -1,5 +1,6 @@
 """IDS documents checked before they are kept: well-formed XML without a DTD, valid against the IDS 1.0 XSD (the
-copy ifctester ships, identical to buildingSMART's Development/ids.xsd), and readable by the engine.
+copy ifctester ships, identical to buildingSMART's Development/ids.xsd), every xs:pattern an XSD regular expression
+the engine's linear-time matcher runs (xsd_patterns), and readable by the engine.
 
 An invalid document raises `IdsInvalid` with the line and the broken rule of the first violation, e.g.
 "line 17: attribute cardinality='sometimes': value must be one of ['required', 'prohibited', 'optional']
@@ -13,7 +14,10 @@ from dataclasses import dataclass
 from ifctester import ids as ifctester_ids
 from lxml import etree
 
+from checks_app.engine.xsd_patterns import PatternUnsupported, compile_xsd_pattern
+
 IDS_NAMESPACE = "http://standards.buildingsmart.org/IDS"
+XSD_PATTERN = "{http://www.w3.org/2001/XMLSchema}pattern"
 
 
 class IdsInvalid(ValueError):
@@ -50,6 +54,15 @@ def _first_violation(root: etree._Element) -> str | None:
     return None
 
 
+def _first_unsupported_pattern(root: etree._Element) -> str | None:
+    for element in root.iter(XSD_PATTERN):
+        try:
+            compile_xsd_pattern(element.get("value", ""))
+        except PatternUnsupported as exc:
+            return f"line {element.sourceline}: {exc}"
+    return None
+
+
 def validate_ids(data: bytes) -> IdsDocumentInfo:
     """Checks an uploaded IDS file; returns its text, title and number of specifications, or raises IdsInvalid."""
     from checks_app.engine.ids_engine import load_ids
@@ -59,7 +72,7 @@ def validate_ids(data: bytes) -> IdsDocumentInfo:
     root = _parse(data)
     if root.tag != f"{{{IDS_NAMESPACE}}}ids":
         raise IdsInvalid(f"line {root.sourceline}: the root element is {root.tag!r}, expected <ids> in the namespace {IDS_NAMESPACE}")
-    violation = _first_violation(root)
+    violation = _first_violation(root) or _first_unsupported_pattern(root)
     if violation:
         raise IdsInvalid(violation)
     encoding = root.getroottree().docinfo.encoding or "utf-8"
