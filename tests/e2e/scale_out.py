@@ -1,4 +1,4 @@
-"""Several gateway processes on PostgreSQL and Redis, as README's "Scaling out" describes: shared by the scale-out
+"""Several gateway processes on PostgreSQL and Redis, as docs/operations/scaling-out.md describes: shared by the scale-out
 test and bench/scale_out.py."""
 
 from __future__ import annotations
