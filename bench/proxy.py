@@ -53,6 +53,7 @@ def main() -> None:
                 "GET versions": (f"{stack.url}/api/v1/models/{model_id}/edit/versions", f"{stack.edit_url}/models/{model_id}/versions"),
             }
             session = requests.Session()
+            session.headers.update(stack.edit_headers)  # the direct calls need the service secret; the gateway ignores it
             results = {}
             for name, (gateway_url, direct_url) in routes.items():
                 for url in (gateway_url, direct_url):  # warm-up: connections, caches

@@ -1,53 +1,55 @@
-"""python -m edit_service: serves the edit service with Daphne on EDIT_SERVICE_HOST:EDIT_SERVICE_PORT, refusing
-request bodies over their route's limit before they are buffered."""
+"""python -m edit_service: serves the edit service with Daphne on EDIT_SERVICE_HOST:EDIT_SERVICE_PORT, judging each
+request by its line and headers (edit_service/door.py) and refusing bodies over their route's limit before they
+are buffered."""
 
-import ipaddress
 import json
-import logging
 import os
-import re
+import sys
+from http import HTTPStatus
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "edit_service.settings")
 
-logger = logging.getLogger("edit_service")
-UPLOAD_ROUTE = re.compile(r"^/models/[^/]+/diff/upload$")
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
 
 
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def main() -> None:
-    from serving.daphne import raw_response, serve
+    from serving.daphne import RequestHead, raw_response, serve
     from serving.lifetime import die_with_parent_if_asked
 
     die_with_parent_if_asked()
-    from edit_service import settings
+    from core.service_secret import HEADER, SecretUnavailable, ensure_secret, secret_path
+    from edit_service import door, settings
 
     for folder in ("models", "tmp"):
         settings.DATA_DIR.joinpath(folder).mkdir(parents=True, exist_ok=True)
-    if not _is_loopback(settings.HOST):
-        logging.basicConfig()
-        logger.warning("the edit service listens on %s: it has no authentication; only trusted callers may reach it", settings.HOST)
+    try:
+        ensure_secret(settings.DATA_DIR)
+    except SecretUnavailable as exc:
+        sys.exit(f"edit service not started: {exc}")
+
+    def detail_response(status: int, detail: str) -> bytes:
+        body = json.dumps({"detail": detail}).encode()
+        return raw_response(f"{status} {HTTPStatus(status).phrase}", {"Content-Type": "application/json"}, body)
+
+    def header_check(head: RequestHead) -> bytes | None:
+        refused = door.refusal(head.method, head.path, head.headers, settings.DATA_DIR)
+        return None if refused is None else detail_response(refused.status, refused.detail)
 
     def body_limit(method: str, path: str) -> int:
-        return settings.UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES if UPLOAD_ROUTE.match(path) else settings.JSON_BODY_MAX_BYTES
+        return settings.UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES if door.UPLOAD_ROUTE.match(path) else settings.JSON_BODY_MAX_BYTES
 
     def refusal(limit: int, headers: dict) -> bytes:
-        body = json.dumps({"detail": f"the request body exceeds the limit of {limit / (1024 * 1024):g} MB"}).encode()
-        return raw_response("413 Payload Too Large", {"Content-Type": "application/json"}, body)
+        return detail_response(413, f"the request body exceeds the limit of {limit / (1024 * 1024):g} MB")
 
     from edit_service.engine.sandbox import Sandbox
     from sandboxing.cgroups import remove_stale
 
     remove_stale(settings.SANDBOX_LIMITS.cgroup_root)
-    print(f"edit service on http://{settings.HOST}:{settings.PORT} (data: {settings.DATA_DIR})", flush=True)
+    print(f"edit service on http://{settings.HOST}:{settings.PORT} (data: {settings.DATA_DIR}); every call but /health "
+          f"and the docs needs the {HEADER} header ({secret_path(settings.DATA_DIR)})", flush=True)
     print(Sandbox(settings.SANDBOX_LIMITS).isolation_summary(), flush=True)
-    serve(["-b", settings.HOST, "-p", str(settings.PORT), "edit_service.asgi:application"], body_limit=body_limit, refusal=refusal)
+    serve(["-b", settings.HOST, "-p", str(settings.PORT), "edit_service.asgi:application"],
+          body_limit=body_limit, refusal=refusal, header_check=header_check)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 
 import logging
 
+from django.conf import settings
 from django.http import JsonResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
+from core.host_paths import host_prefixes, neutral_paths_in
 from edit_service.engine.errors import EngineError
 
 logger = logging.getLogger(__name__)
@@ -33,7 +35,8 @@ def validation_items(detail, loc=("body",), data=None) -> list[dict]:
 
 def detail_exception_handler(exc, context):
     if isinstance(exc, EngineError):
-        return Response({"detail": exc.detail}, status=exc.status)
+        # a failed run's detail ends with its stderr: tracebacks naming the host's checkout and virtualenv
+        return Response({"detail": neutral_paths_in(exc.detail, host_prefixes(settings.DATA_DIR))}, status=exc.status)
     if isinstance(exc, exceptions.ValidationError):
         request = context.get("request")
         data = getattr(request, "data", None) if request is not None else None
@@ -41,7 +44,8 @@ def detail_exception_handler(exc, context):
     if isinstance(exc, exceptions.ParseError):
         return Response({"detail": [{"loc": ["body"], "msg": str(exc.detail), "type": "json_invalid"}]}, status=422)
     if isinstance(exc, exceptions.APIException):
-        return Response({"detail": exc.detail if isinstance(exc.detail, str) else str(exc.detail)}, status=exc.status_code)
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        return Response({"detail": neutral_paths_in(detail, host_prefixes(settings.DATA_DIR))}, status=exc.status_code)
     logger.exception("unhandled error in %s", context.get("view"))
     return Response({"detail": "internal error"}, status=500)
 

@@ -1,4 +1,4 @@
-"""Settings of the edit service (no database, no authentication: reachable from the gateway host only)."""
+"""Settings of the edit service (no database, no users: callers hold the service secret, see edit_service/door.py)."""
 
 import os
 from pathlib import Path
@@ -29,7 +29,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
 ]
-MIDDLEWARE = ["django.middleware.common.CommonMiddleware"]
+MIDDLEWARE = ["edit_service.door.DoorMiddleware", "django.middleware.common.CommonMiddleware"]
 ROOT_URLCONF = "edit_service.urls"
 APPEND_SLASH = False
 DATABASES = {}
@@ -43,7 +43,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = JSON_BODY_MAX_BYTES
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser", "rest_framework.parsers.MultiPartParser"],
+    # JSON only; the one multipart route (diff/upload) names its parser itself
+    "DEFAULT_PARSER_CLASSES": ["edit_service.parsing.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,

@@ -1,7 +1,9 @@
-"""HTTP client of the edit service: one pooled session, timeouts that fit a sandbox run, error mapping.
+"""HTTP client of the edit service: one pooled session, timeouts that fit a sandbox run, the service secret, error
+mapping. Every gateway call to the edit service goes through here.
 
-edit-service 404 -> 40400, 409 -> 40900, 422 -> 40001 (its detail kept in message and data); anything else,
-an unreachable or slow service, or a body that is not JSON -> 50200.
+edit-service 404 -> 40400, 409 -> 40900, 422 -> 40001 (its detail kept in message and data); 503 with Retry-After
+(its sandbox queue is full) -> 50200 with HTTP 503 and the Retry-After passed on (SandboxBusy); anything else, an
+unreachable or slow service, or a body that is not JSON -> 50200.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ import requests
 import urllib3
 from django.conf import settings
 
-from viewer_gateway.envelope import INVALID, CONFLICT, NOT_FOUND, ApiError, UpstreamError
+from core.service_secret import HEADER as SECRET_HEADER
+from core.service_secret import SecretUnavailable, ensure_secret
+from viewer_gateway.envelope import CONFLICT, INVALID, NOT_FOUND, ApiError, UpstreamError
 
 CONNECT_TIMEOUT_SECONDS = 3
 STATUS_CODES = {404: NOT_FOUND, 409: CONFLICT, 422: INVALID}
@@ -18,6 +22,14 @@ STATUS_CODES = {404: NOT_FOUND, 409: CONFLICT, 422: INVALID}
 
 class UpstreamOutcomeUnknown(UpstreamError):
     """The request reached the edit service but no answer came back: it may have done the work."""
+
+
+class SandboxBusy(UpstreamError):
+    """The edit service's sandbox queue is full; the caller may retry after `retry_after` (the header's value)."""
+
+    def __init__(self, message: str, retry_after: str, data=None):
+        super().__init__(message, data=data, http_status=503)
+        self.retry_after = retry_after
 
 
 def _new_session() -> requests.Session:
@@ -53,13 +65,35 @@ def _never_connected(exc: requests.ConnectionError) -> bool:
     return isinstance(reason, urllib3.exceptions.NewConnectionError)
 
 
+def _secret_headers() -> dict[str, str]:
+    """Read on every call (a file of a few bytes), so a secret replaced on disk is sent at once; created here when
+    the gateway is the first process to need it."""
+    try:
+        return {SECRET_HEADER: ensure_secret(settings.VIEWER.dataDir)}
+    except SecretUnavailable as exc:
+        raise UpstreamError(f"the edit service cannot be called: {exc}") from None
+
+
+def _refusal(response: requests.Response, detail, message: str, upstream_message: str) -> ApiError:
+    """The error for an edit-service answer other than 200: `message` for the mapped statuses, `upstream_message`
+    for the rest (50200)."""
+    retry_after = response.headers.get("Retry-After")
+    if response.status_code == 503 and retry_after:
+        return SandboxBusy(f"the edit service's sandbox is busy: retry after {retry_after} s ({message})", retry_after, data=detail)
+    code = STATUS_CODES.get(response.status_code)
+    if code is None:
+        return UpstreamError(upstream_message, data=detail)
+    return ApiError(message, code=code, data=detail)
+
+
 def call(method: str, path: str, *, params=None, json=None, files=None):
     """Calls the edit service; returns its JSON payload or raises ApiError with the mapped envelope code."""
     config = settings.VIEWER
     url = f"{config.editServiceURL}{path}"
+    headers = _secret_headers()
     try:
         response = _session().request(
-            method, url, params=params, json=json, files=files,
+            method, url, params=params, json=json, files=files, headers=headers,
             timeout=(CONNECT_TIMEOUT_SECONDS, config.editServiceTimeoutSeconds),
         )
     except requests.ConnectTimeout:
@@ -79,10 +113,8 @@ def call(method: str, path: str, *, params=None, json=None, files=None):
     if response.status_code == 200:
         return payload
     detail = payload.get("detail") if isinstance(payload, dict) else payload
-    code = STATUS_CODES.get(response.status_code)
-    if code is None:
-        raise UpstreamError(f"the edit service failed (HTTP {response.status_code}): {_detail_message(detail)}", data=detail)
-    raise ApiError(_detail_message(detail), code=code, data=detail)
+    message = _detail_message(detail)
+    raise _refusal(response, detail, message, f"the edit service failed (HTTP {response.status_code}): {message}")
 
 
 def version_ifc_download(model_id: str, version: str, target) -> None:
@@ -90,15 +122,16 @@ def version_ifc_download(model_id: str, version: str, target) -> None:
     version from its script) into the file `target`. Errors as in call(): 404 -> 40400, others -> 50200."""
     config = settings.VIEWER
     url = f"{config.editServiceURL}/models/{model_id}/versions/{version}/ifc"
+    headers = _secret_headers()
     try:
-        with _session().get(url, stream=True, timeout=(CONNECT_TIMEOUT_SECONDS, config.editServiceTimeoutSeconds)) as response:
+        with _session().get(url, stream=True, headers=headers, timeout=(CONNECT_TIMEOUT_SECONDS, config.editServiceTimeoutSeconds)) as response:
             if response.status_code != 200:
                 try:
                     detail = response.json().get("detail")
                 except (ValueError, AttributeError):
                     detail = f"HTTP {response.status_code}"
-                code = STATUS_CODES.get(response.status_code, UpstreamError.code)
-                raise ApiError(f"the edit service cannot give IFC {version}: {_detail_message(detail)}", code=code, data=detail)
+                message = f"the edit service cannot give IFC {version}: {_detail_message(detail)}"
+                raise _refusal(response, detail, message, message)
             with open(target, "wb") as handle:
                 for chunk in response.iter_content(chunk_size=1024 * 1024):
                     handle.write(chunk)

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from models_app import script_services
+from models_app.edit_client import SandboxBusy
 from viewer_gateway.envelope import InvalidInput
 
 EDIT_RESPONSES = {
@@ -14,6 +15,7 @@ EDIT_RESPONSES = {
     404: OpenApiResponse(description="40400: unknown model or version"),
     409: OpenApiResponse(description="40900: conflict reported by the edit service"),
     502: OpenApiResponse(description="50200: edit service unreachable, too slow or failing"),
+    503: OpenApiResponse(description="50200: the edit service's sandbox is busy; retry after the Retry-After header's seconds"),
 }
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 
@@ -34,6 +36,12 @@ class EditProxyView(APIView):
         if key and "requestId" not in body:
             body = {**body, "requestId": key}  # a retried save returns the version the first attempt made
         return body
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        if isinstance(exc, SandboxBusy):
+            response["Retry-After"] = exc.retry_after
+        return response
 
     def _forward(self, request, model_id):
         payload = script_services.forward(

@@ -13,6 +13,7 @@ import logging
 from functools import lru_cache
 from pathlib import Path
 
+from core.host_paths import host_prefixes, neutral_paths
 from edit_service.engine import history, products, scripts, semantic_diff
 from edit_service.engine.call_rewrite import rewrite_call_argument
 from edit_service.engine.errors import Conflict, Invalid, NotFound, RunFailed
@@ -90,7 +91,7 @@ class Editor:
     def version_list(self) -> dict:
         self.files.require()
         return {
-            "versions": [{"version": m["version"], "createdAt": m["createdAt"]} for m in self.versions.listing()],
+            "versions": [{"version": m["version"], "createdAt": m["createdAt"], "author": m.get("author", "")} for m in self.versions.listing()],
             "current": self.versions.latest(),
         }
 
@@ -255,7 +256,7 @@ class Editor:
             previous = self.versions.latest()
             diff = semantic_diff.diff_snapshots(self.versions.snapshot(previous), snapshot) if previous else None
             meta = self.versions.create(script=script, script_hash=digest, ifc=self.files.ifc, snapshot=snapshot, script_map=script_map,
-                                        note=note, request_id=request_id)
+                                        note=note, request_id=request_id, author=author)
             # committed: what follows must not fail the save
             self.files.staging.unlink(missing_ok=True)
             self._record_history(diff, meta["version"], author, provenance, operation)
@@ -297,7 +298,7 @@ class Editor:
                 write_json_atomic(self.files.bootstrap_snapshot, original)
             return semantic_diff.counts(semantic_diff.diff_snapshots(original, snapshot))
         except Exception as exc:  # noqa: BLE001 - see the docstring
-            return {"error": str(exc)[:500]}
+            return {"error": neutral_paths(str(exc), host_prefixes(self.data_dir))[:500]}
 
     def rollback(self, version: str) -> dict:
         """That version's script becomes the newest staging step and is built into the working product."""

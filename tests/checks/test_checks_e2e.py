@@ -39,19 +39,17 @@ def wait_check(stack: Stack, model_id: str, check_id: str, timeout: float = 300,
 def test_versions_are_checked_through_the_edit_service(stack):
     project = data(stack.api("POST", "/api/v1/chat/projects", json={"title": "Checked", "kind": "ifc"}))
     (model_id,) = project["models"]
-    edit = stack.edit_url
-
-    v1 = requests.get(f"{edit}/models/{model_id}/versions/v1/ifc", timeout=60)
+    v1 = stack.edit_call("GET", f"/models/{model_id}/versions/v1/ifc", timeout=60)
     assert v1.status_code == 200 and v1.headers["Content-Type"] == "application/x-step" and v1.content.startswith(b"ISO-10303-21;")
     for path in (f"/models/{model_id}/versions/v9/ifc", f"/models/{model_id}/versions/x/ifc", "/models/m_0000000000000000/versions/v1/ifc", "/models/bad/versions/v1/ifc"):
-        response = requests.get(edit + path, timeout=30)
+        response = stack.edit_call("GET", path, timeout=30)
         assert response.status_code == 404 and "detail" in response.json(), path
 
     params = data(stack.api("GET", f"/api/v1/models/{model_id}/script/params"))
     params = params.get("params", params)
     data(stack.api("PUT", f"/api/v1/models/{model_id}/script", json={"params": {**params, "external_wall_fire_rating": "REI60"}}))
     assert data(stack.api("POST", f"/api/v1/models/{model_id}/script/save", json={"note": "fire ratings"}))["version"] == "v2"
-    rebuilt = requests.get(f"{edit}/models/{model_id}/versions/v1/ifc", timeout=120)  # v1 is not materialised any more
+    rebuilt = stack.edit_call("GET", f"/models/{model_id}/versions/v1/ifc")  # v1 is not materialised any more
     assert rebuilt.status_code == 200 and b"'F30'" in rebuilt.content and b"'REI60'" not in rebuilt.content
 
     assert data(stack.api("PUT", f"/api/v1/projects/{project['projectId']}/ids/fire.ids", data=fire_ids(), headers={"Content-Type": "application/xml"}))["created"]

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import requests
 
+from core.service_secret import HEADER as SECRET_HEADER
+from core.service_secret import read_secret
 from tests.processes import signal_group, spawn, stop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +106,16 @@ class Stack:
         url = f"http://127.0.0.1:{port}"
         self.wait_http(f"{url}/health")
         return url
+
+    @property
+    def edit_headers(self) -> dict[str, str]:
+        """What a trusted direct caller on the host sends: the service secret, read from the data directory."""
+        return {SECRET_HEADER: read_secret(self.data_dir)}
+
+    def edit_call(self, method: str, path: str, *, headers: dict | None = None, **kwargs) -> requests.Response:
+        """A direct call to the edit service, with the service secret."""
+        kwargs.setdefault("timeout", 120)
+        return requests.request(method, self.edit_url + path, headers={**self.edit_headers, **(headers or {})}, **kwargs)
 
     def kill(self, name: str, sig=signal.SIGKILL) -> None:
         stop(self.processes.pop(name), sig)

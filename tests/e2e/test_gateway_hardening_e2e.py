@@ -84,7 +84,7 @@ def test_a_deleted_model_stays_deleted(stack):
     assert stack.api("PUT", f"{base}/script", json={"script": example("small_house")}).json()["code"] == 40400
     assert stack.api("POST", f"{base}/script/run").json()["code"] == 40400
     for method, path in [("PUT", "/script"), ("POST", "/script/run"), ("POST", "/user-edits")]:
-        assert requests.request(method, f"{stack.edit_url}/models/{model_id}{path}", json={"script": "x"}, timeout=30).status_code == 404
+        assert stack.edit_call(method, f"/models/{model_id}{path}", json={"script": "x"}, timeout=30).status_code == 404
     assert not folder.exists()
 
 
@@ -95,9 +95,8 @@ def test_direct_edit_service_changes_are_converted_too(stack):
     ok(stack.api("PUT", f"{base}/script", json={"script": example("small_house")}))
     ok(stack.api("POST", f"{base}/script/run"))
     assert stack.wait_model(model_id)["status"] == "ready"
-    edited = requests.post(
-        f"{stack.edit_url}/models/{model_id}/script/edit-call",
-        json={"designKey": "door-entrance", "argument": "Name", "value": "Back door"}, timeout=120,
+    edited = stack.edit_call(
+        "POST", f"/models/{model_id}/script/edit-call", json={"designKey": "door-entrance", "argument": "Name", "value": "Back door"},
     )
     assert edited.status_code == 200, edited.text
     deadline = time.monotonic() + 120

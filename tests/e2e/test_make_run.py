@@ -11,6 +11,8 @@ import psutil
 import pytest
 import requests
 
+from core.service_secret import HEADER as SECRET_HEADER
+from core.service_secret import read_secret
 from tests.e2e.stack import ROOT, free_port
 from tests.helpers import MINIMAL_IFC
 
@@ -53,8 +55,10 @@ def test_two_instances_side_by_side_and_sigterm_stops_everything(tmp_path):
         process, port, edit_port, data_dir = first
         upload = requests.post(f"http://127.0.0.1:{port}/api/v1/models", files={"file": ("t.ifc", MINIMAL_IFC)}).json()
         model_id = upload["data"]["id"]
-        assert requests.get(f"http://127.0.0.1:{edit_port}/models/{model_id}/versions").status_code == 200
-        assert requests.get(f"http://127.0.0.1:{second[2]}/models/{model_id}/versions").status_code == 404
+        # each with its own data directory's secret, read as a direct caller on the host does
+        secret = {SECRET_HEADER: read_secret(data_dir)}
+        assert requests.get(f"http://127.0.0.1:{edit_port}/models/{model_id}/versions", headers=secret).status_code == 200
+        assert requests.get(f"http://127.0.0.1:{second[2]}/models/{model_id}/versions", headers={SECRET_HEADER: read_secret(second[3])}).status_code == 404
         workers = [p for p in psutil.Process(process.pid).children(recursive=True) if p.name().startswith("python") and "conversion_worker" in " ".join(p.cmdline())]
         assert len(workers) == 2
     finally:

@@ -11,6 +11,8 @@ import time
 import pytest
 import requests
 
+from core.service_secret import HEADER as SECRET_HEADER
+from core.service_secret import read_secret
 from tests.e2e.stack import ROOT, free_port
 from tests.processes import spawn, stop
 from tests.edit_service.conftest import MODEL_ID, example
@@ -45,8 +47,14 @@ class EditService:
         if self.process:
             stop(self.process, sig)
 
-    def call(self, method, path, **kwargs):
-        return requests.request(method, f"{self.url}{path}", timeout=120, **kwargs)
+    @property
+    def secret_headers(self) -> dict[str, str]:
+        return {SECRET_HEADER: read_secret(self.data_dir)}
+
+    def call(self, method, path, *, headers=None, secret=True, **kwargs):
+        """A request as the gateway makes it: with the service secret (secret=False: without)."""
+        headers = {**(self.secret_headers if secret else {}), **(headers or {})}
+        return requests.request(method, f"{self.url}{path}", headers=headers, timeout=120, **kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ Cases run as generated (ids of nothing, odd bodies) and, for reading operations,
 build script is saved, so the deeper code paths are fuzzed too."""
 
 import pytest
-import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import response_schema_conformance, status_code_conformance
@@ -70,12 +69,12 @@ def test_gateway_never_fails_and_keeps_its_schema(fuzz_stack):
 
 def test_edit_service_never_fails_and_keeps_its_schema(fuzz_stack):
     schema = schemathesis.openapi.from_url(f"{fuzz_stack.edit_url}/openapi.json")
-    failures, cases = fuzz(schema, fuzz_stack.edit_url, fuzz_stack.real_model_id, {})
+    failures, cases = fuzz(schema, fuzz_stack.edit_url, fuzz_stack.real_model_id, fuzz_stack.edit_headers)
     assert failures == [], "\n\n".join(failures)
     assert cases >= 5 * len(schema.raw_schema["paths"]), cases
 
 
 def test_the_fuzzed_model_survived_in_a_consistent_state(fuzz_stack):
     """After all of it the seeded model still answers, and its saved version is intact."""
-    response = requests.get(f"{fuzz_stack.edit_url}/models/{fuzz_stack.real_model_id}/versions", timeout=30)
+    response = fuzz_stack.edit_call("GET", f"/models/{fuzz_stack.real_model_id}/versions", timeout=30)
     assert response.status_code == 200 and response.json()["versions"][0]["version"] == "v1"
