@@ -19,6 +19,7 @@ README_MAX_LINES = 160
 def build(config: Path, site_dir: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config), "--site-dir", str(site_dir)],
+        check=False,
         capture_output=True,
         text=True,
         timeout=300,

@@ -1,5 +1,5 @@
-"""Several gateway processes on PostgreSQL and Redis, as docs/operations/scaling-out.md describes: shared by the scale-out
-test and bench/scale_out.py."""
+"""Several gateway processes on PostgreSQL and Redis, as docs/operations/scaling-out.md describes:
+shared by the scale-out test and bench/scale_out.py."""
 
 from __future__ import annotations
 

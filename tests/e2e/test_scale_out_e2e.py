@@ -1,5 +1,5 @@
-"""The gateway across processes (docs/operations/scaling-out.md): two gateway processes on one PostgreSQL database and one
-Redis channel layer, 50 event-stream clients split across them on one chat session while a turn streams; every
+"""The gateway across processes (docs/operations/scaling-out.md): two gateway processes on one PostgreSQL database
+and one Redis channel layer, 50 event-stream clients split across them on one chat session while a turn streams; every
 client gets every frame in order, a client that reconnects to the other process with Last-Event-ID misses
 nothing, and conversions spread over worker processes."""
 
