@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F
 
 from chat_app.models import ChatSession, Message, PendingQuestion, SessionEvent
+from viewer_gateway.host_paths import neutral_paths
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,8 @@ class Frame:
     data: dict
 
     def as_sse(self) -> str:
-        return f"id: {self.seq}\nevent: {self.event}\ndata: {json.dumps(self.data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+        data = neutral_paths(json.dumps(self.data, ensure_ascii=False, separators=(",", ":")))  # tool errors may name host files
+        return f"id: {self.seq}\nevent: {self.event}\ndata: {data}\n\n"
 
     def as_message(self) -> dict:
         return {"type": "chat.frame", "seq": self.seq, "event": self.event, "data": self.data}

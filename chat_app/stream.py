@@ -1,13 +1,18 @@
 """GET /api/v1/chat/sessions/{cid}/events: the session's frames as Server-Sent Events.
 
-An async view (the stream holds no thread): it subscribes to the session's group first, then sends the opening
-frames (replay or snapshot, see events.py), then live frames in id order, fetching any gap from the event log, with
-a comment line as heartbeat. Headers keep reverse proxies from buffering the stream."""
+An async view whose stream is an async generator on the event loop: it subscribes to the session's group first,
+then sends the opening frames (replay or snapshot, see events.py), then live frames in id order, fetching any gap from
+the event log, with a comment line as heartbeat. Django would still keep a thread per open stream (its per-request
+thread context lives until the response ends); viewer_gateway/asgi.py serves this route without that context, so an
+open stream holds no thread. Each client address may hold maxStreamsPerClient streams open in one gateway process.
+Headers keep reverse proxies from buffering the stream."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import threading
+from collections import Counter
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -16,7 +21,7 @@ from django.http import StreamingHttpResponse
 
 from chat_app import events
 from chat_app.models import SESSION_ID_PATTERN, ChatSession
-from viewer_gateway.envelope import NOT_FOUND, error_response
+from viewer_gateway.envelope import NOT_FOUND, TOO_MANY_REQUESTS, error_response
 
 RETRY_MILLISECONDS = 2000
 SESSION_ID_RE = re.compile(rf"^{SESSION_ID_PATTERN}$")
@@ -55,13 +60,61 @@ async def _frames(session_id: str, last_event_id: str | None, heartbeat_seconds:
         await layer.group_discard(group, channel)
 
 
+class OpenStreams:
+    """How many event streams each client address holds open in this process."""
+
+    def __init__(self):
+        self._by_client: Counter[str] = Counter()
+        self._lock = threading.Lock()  # released from the thread that closes the response
+
+    def take(self, client: str, cap: int) -> bool:
+        with self._lock:
+            if self._by_client[client] >= cap:
+                return False
+            self._by_client[client] += 1
+            return True
+
+    def give_back(self, client: str) -> None:
+        with self._lock:
+            self._by_client[client] -= 1
+            if self._by_client[client] <= 0:
+                del self._by_client[client]
+
+
+open_streams = OpenStreams()
+
+
+class CountedStream:
+    """The frames of one stream, holding its client's place in open_streams until Django closes the response
+    (it calls close() whether the stream ended, failed or the client went away)."""
+
+    def __init__(self, frames, client: str):
+        self._frames = frames
+        self._client = client
+        self._held = True
+
+    def __aiter__(self):
+        return self._frames
+
+    def close(self) -> None:
+        if self._held:
+            self._held = False
+            open_streams.give_back(self._client)
+
+
 async def session_events(request, cid: str):
     if request.method != "GET":
         return error_response(40001, f"method {request.method} not allowed; use GET")
     if not await sync_to_async(_session_exists, thread_sensitive=False)(cid):
         return error_response(NOT_FOUND, f"chat session {cid} not found")
+    client = request.META.get("REMOTE_ADDR", "")
+    cap = settings.VIEWER.maxStreamsPerClient
+    if not open_streams.take(client, cap):
+        return error_response(
+            TOO_MANY_REQUESTS, f"this address already holds {cap} event streams open (maxStreamsPerClient); close one first"
+        )
     frames = _frames(cid, request.headers.get("Last-Event-ID"), settings.CHAT_HEARTBEAT_SECONDS)
-    response = StreamingHttpResponse(frames, content_type="text/event-stream; charset=utf-8")
+    response = StreamingHttpResponse(CountedStream(frames, client), content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"
     return response

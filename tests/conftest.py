@@ -32,6 +32,14 @@ def viewer_config(settings):
 
 
 @pytest.fixture(autouse=True)
+def empty_cache():
+    """Each test starts with no counts in the cache (the token throttle keeps its counts there)."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def empty_data_dir(settings):
     """Each test starts with no model folders and no upload leftovers."""
     import shutil

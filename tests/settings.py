@@ -7,7 +7,8 @@ from pathlib import Path
 
 _data_dir = Path(tempfile.mkdtemp(prefix="viewer-test-"))
 _config = _data_dir / "server_config.json"
-_config.write_text(json.dumps({"dataDir": str(_data_dir)}))  # the shipped converter
+# the shipped converter; no token throttle unless a test sets one (tests send many wrong tokens on purpose)
+_config.write_text(json.dumps({"dataDir": str(_data_dir), "tokenFailureLimit": 1_000_000}))
 os.environ["VIEWER_CONFIG"] = str(_config)
 os.environ.pop("VIEWER_DATA_DIR", None)
 os.environ.pop("VIEWER_API_TOKEN", None)

@@ -22,9 +22,11 @@ class EdgeCheckMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        refusal = edge_refusal(request.method, request.path_info, request.scheme, request.get_host(), lowercase_headers(request))
+        refusal = edge_refusal(
+            request.method, request.path_info, request.scheme, request.get_host(), lowercase_headers(request), request.META.get("REMOTE_ADDR", "")
+        )
         if refusal is not None:
-            return error_response(refusal.code, refusal.message)
+            return error_response(refusal.code, refusal.message, headers=refusal.headers)
         return self.get_response(request)
 
 

@@ -55,6 +55,11 @@ class GatewayConfig:
     redisURL: str = ""
     allowedHosts: tuple[str, ...] = ()
     trustedProxies: tuple[str, ...] = ()
+    # docs/operations/gateway-hardening.md: failed bearer-token attempts per client address and window, open event
+    # streams per client address
+    tokenFailureLimit: int = 20
+    tokenFailureWindowSeconds: int = 60
+    maxStreamsPerClient: int = 20
     source: str = field(default="defaults", compare=False)
 
     @property
@@ -109,6 +114,9 @@ _KEYS = {
     "redisURL": ((str,), str),
     "allowedHosts": ((str, list), None),
     "trustedProxies": ((str, list), None),
+    "tokenFailureLimit": ((int,), int),
+    "tokenFailureWindowSeconds": ((int,), int),
+    "maxStreamsPerClient": ((int,), int),
 }
 
 _ENV_OVERRIDES = {
@@ -156,7 +164,7 @@ def _convert(key: str, value):
         return _string_list(key, value)
     if key == "trustedProxies":
         return _proxy_networks(value)
-    if key in ("port", "conversionWorkers", "maxUploadMB", "conversionTimeoutSeconds", "editServiceTimeoutSeconds", "conversionMemoryMB") and value <= 0:
+    if key in ("port", "conversionWorkers", "maxUploadMB", "tokenFailureLimit", "tokenFailureWindowSeconds", "maxStreamsPerClient", "conversionTimeoutSeconds", "editServiceTimeoutSeconds", "conversionMemoryMB") and value <= 0:
         raise ConfigError(f"{key}: must be positive, got {value}")
     if key == "llmContextTokens" and value < 2000:
         raise ConfigError(f"{key}: must be at least 2000 (a turn needs room for the prompt, the tools and an answer), got {value}")

@@ -6,20 +6,30 @@ requests that reach Django by other ways (tests, another ASGI server). Both deci
 arrived on the wire, which is what Django routes on (`request.path_info`): a client-supplied root path
 (`Daphne-Root-Path`) or forwarded prefix never changes routing, and a forwarded prefix, client address or scheme is
 honoured only from a proxy the operator names in `trustedProxies` (see `ForwardedView`).
+
+Failed token attempts are counted per client address in Django's cache (Redis when configured, so every gateway
+process shares the counts); an address over `tokenFailureLimit` in the current window is refused with 429 on every
+route that needs the token, the right token included: otherwise the answer to a guess would still tell right from
+wrong, and the throttle would slow nothing (docs/operations/gateway-hardening.md).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import re
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.cache import cache
 from django.urls import Resolver404, resolve
 
-from viewer_gateway.envelope import CROSS_SITE, UNAUTHORIZED
+from viewer_gateway.envelope import CROSS_SITE, TOO_MANY_REQUESTS, UNAUTHORIZED
+
+logger = logging.getLogger(__name__)
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 # URL names of the GETs that stay anonymous: the spec's three static files and a saved version's geometry files
@@ -37,6 +47,11 @@ FORWARDED_PREFIX_RE = re.compile(r"^(/(?!\.{1,2}(?:/|$))[A-Za-z0-9._~-]+)+$")
 class Refusal:
     code: int
     message: str
+    retry_after_seconds: int | None = None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after_seconds)} if self.retry_after_seconds is not None else {}
 
 
 @dataclass(frozen=True)
@@ -155,19 +170,57 @@ def cross_site_refusal(method: str, scheme: str, host: str, headers: dict[str, s
     )
 
 
-def token_refusal(method: str, path_info: str, headers: dict[str, str]) -> Refusal | None:
+class TokenFailures:
+    """Failed token attempts of one client address in the current fixed window of tokenFailureWindowSeconds."""
+
+    def __init__(self, client_host: str):
+        window = settings.VIEWER.tokenFailureWindowSeconds
+        now = time.time()
+        self.seconds_left = max(1, int(window - now % window))
+        self.key = f"edge:token-failures:{client_host}:{int(now // window)}"
+        self.window = window
+
+    def count(self) -> int:
+        try:
+            return cache.get(self.key, 0)
+        except Exception:  # noqa: BLE001 - the cache (Redis) being down must not take the API with it
+            logger.warning("token failure counts unavailable; not throttling", exc_info=True)
+            return 0
+
+    def add_one(self) -> None:
+        try:
+            cache.add(self.key, 0, timeout=self.window + 1)
+            cache.incr(self.key)
+        except ValueError:  # the key expired between add and incr: this failure opens the next window
+            cache.add(self.key, 1, timeout=self.window + 1)
+        except Exception:  # noqa: BLE001
+            logger.warning("token failure not counted", exc_info=True)
+
+
+def token_refusal(method: str, path_info: str, headers: dict[str, str], client_host: str) -> Refusal | None:
     token = settings.VIEWER.apiToken
     if not token or is_token_exempt(method, path_info, headers):
         return None
+    failures = TokenFailures(client_host)
+    limit = settings.VIEWER.tokenFailureLimit
+    if failures.count() >= limit:
+        return Refusal(
+            TOO_MANY_REQUESTS,
+            f"too many failed token attempts from this address ({limit} within {failures.window} s); "
+            f"every request that needs the token is refused for {failures.seconds_left} s more",
+            failures.seconds_left,
+        )
     if token_matches(headers.get("authorization", ""), token):
         return None
+    failures.add_one()
     return Refusal(UNAUTHORIZED, "missing or invalid bearer token")
 
 
-def edge_refusal(method: str, path_info: str, scheme: str, host: str, headers: dict[str, str]) -> Refusal | None:
+def edge_refusal(method: str, path_info: str, scheme: str, host: str, headers: dict[str, str], client_host: str) -> Refusal | None:
     """Why the request must be refused before its body is read, or None. `headers` have lowercase names; `host`
-    is the Host the request was sent to (the gateway's own origin is scheme://host)."""
-    return token_refusal(method, path_info, headers) or cross_site_refusal(method, scheme, host, headers)
+    is the Host the request was sent to (the gateway's own origin is scheme://host); `client_host` the client's
+    address as ForwardedView believes it."""
+    return token_refusal(method, path_info, headers, client_host) or cross_site_refusal(method, scheme, host, headers)
 
 
 def trusted_scope(scope: dict) -> dict:

@@ -1,7 +1,9 @@
 """The gateway's response envelope {code, message, data} and its error codes.
 
 Every JSON response goes through here: DRF responses via the renderer and exception handler, Django's own 404/500
-via the handlers named in urls.py, middleware rejections via `error_response`.
+via the handlers named in urls.py, middleware rejections via `error_response`. On the way out, absolute paths of the
+host install in any text (a library's exception naming a file, a stored conversion error) get neutral names
+(viewer_gateway/host_paths.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+from viewer_gateway.host_paths import neutral_paths, neutral_paths_in_json
+
 logger = logging.getLogger(__name__)
 
 OK = 0
@@ -22,6 +26,8 @@ INVALID = 40001
 TOO_LARGE = 40002
 UNAUTHORIZED = 40100
 CROSS_SITE = 40300
+# an extension of the spec: too many failed token attempts or open event streams from one client address (HTTP 429)
+TOO_MANY_REQUESTS = 42900
 NOT_FOUND = 40400
 CONFLICT = 40900
 INTERNAL = 50000
@@ -34,6 +40,7 @@ HTTP_STATUS = {
     CROSS_SITE: 403,
     NOT_FOUND: 404,
     CONFLICT: 409,
+    TOO_MANY_REQUESTS: 429,
     INTERNAL: 500,
     UPSTREAM: 502,
 }
@@ -72,16 +79,16 @@ class UpstreamError(ApiError):
 
 
 def envelope(data=None, code: int = OK, message: str = "ok") -> dict:
-    return {"code": code, "message": message, "data": data}
+    return {"code": code, "message": neutral_paths(message), "data": data}
 
 
 def enveloped_json(data_json: bytes) -> HttpResponse:
     """A success envelope around data that is already JSON (a fast path that skips DRF's renderer)."""
-    return HttpResponse(b'{"code":0,"message":"ok","data":' + data_json + b"}", content_type="application/json")
+    return HttpResponse(b'{"code":0,"message":"ok","data":' + neutral_paths_in_json(data_json) + b"}", content_type="application/json")
 
 
-def error_response(code: int, message: str, data=None, http_status: int | None = None) -> JsonResponse:
-    return JsonResponse(envelope(data, code, message), status=http_status or HTTP_STATUS[code])
+def error_response(code: int, message: str, data=None, http_status: int | None = None, headers: dict[str, str] | None = None) -> JsonResponse:
+    return JsonResponse(envelope(data, code, message), status=http_status or HTTP_STATUS[code], headers=headers)
 
 
 class EnvelopeJSONRenderer(JSONRenderer):
@@ -91,7 +98,7 @@ class EnvelopeJSONRenderer(JSONRenderer):
         response = (renderer_context or {}).get("response")
         if response is not None and not getattr(response, "enveloped", False):
             data = envelope(data)
-        return super().render(data, accepted_media_type, renderer_context)
+        return neutral_paths_in_json(super().render(data, accepted_media_type, renderer_context))
 
 
 class JSONOnlyNegotiation(DefaultContentNegotiation):

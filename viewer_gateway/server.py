@@ -14,7 +14,9 @@ from viewer_gateway.uploads import BCF_ARCHIVE_MAX_BYTES, MEGABYTE, MULTIPART_OV
 
 SCREENSHOT_PART_BYTES = 5 * MEGABYTE  # spec, Limits: issue screenshot
 PLAN_FILE_BYTES = 5 * MEGABYTE
-# JSON bodies (scripts, plans, messages) and everything not listed below
+# a script body: the edit service applies its own, much smaller, exact limit; this one stops a huge body early
+SCRIPT_BODY_BYTES = 2 * MEGABYTE
+# JSON bodies (plans, messages) and everything not listed below
 DEFAULT_BODY_BYTES = 10 * MEGABYTE
 
 # (method, URL name) -> the largest body accepted; decided on the route Django will resolve, like the edge checks
@@ -25,6 +27,7 @@ _ROUTE_LIMITS = {
     ("PUT", "plan-file"): lambda: PLAN_FILE_BYTES,
     ("PUT", "ids-file"): lambda: IDS_MAX_BYTES,
     ("POST", "check-list"): lambda: IDS_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
+    ("PUT", "edit-proxy-script"): lambda: SCRIPT_BODY_BYTES,
 }
 
 
@@ -34,12 +37,12 @@ def body_limit(method: str, path: str) -> int:
     return limit() if limit else DEFAULT_BODY_BYTES
 
 
-_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden"}
+_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 429: "Too Many Requests"}
 
 
-def _envelope_response(code: int, message: str, request_headers: dict[str, str]) -> bytes:
+def _envelope_response(code: int, message: str, request_headers: dict[str, str], extra_headers: dict[str, str] | None = None) -> bytes:
     status = HTTP_STATUS[code]
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json", **(extra_headers or {})}
     origin = request_headers.get("origin", "")
     if origin.rstrip("/") in settings.VIEWER.corsOrigins:
         headers.update({"Access-Control-Allow-Origin": origin, "Vary": "Origin"})
@@ -52,9 +55,9 @@ def refusal(limit: int, request_headers: dict[str, str]) -> bytes:
 
 def header_check(head: RequestHead) -> bytes | None:
     """The edge checks of viewer_gateway/edge.py on the request line and headers, before any body byte is read."""
-    scheme = ForwardedView.of(head.peer_host, head.scheme, head.headers).scheme
-    refused = edge_refusal(head.method, head.path, scheme, head.headers.get("host", ""), head.headers)
-    return None if refused is None else _envelope_response(refused.code, refused.message, head.headers)
+    view = ForwardedView.of(head.peer_host, head.scheme, head.headers)
+    refused = edge_refusal(head.method, head.path, view.scheme, head.headers.get("host", ""), head.headers, view.client_host)
+    return None if refused is None else _envelope_response(refused.code, refused.message, head.headers, refused.headers)
 
 
 def run(host: str, port: int) -> None:

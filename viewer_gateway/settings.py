@@ -80,6 +80,10 @@ MIDDLEWARE = [
     # Innermost and sync-only on purpose: under ASGI it makes Django run the whole middleware chain in one thread
     # instead of hopping threads around every async-capable middleware (several ms per request).
     "viewer_gateway.auth.EdgeCheckMiddleware",
+    # Sync-only too; after the token check, so a client without the token never gets its body scanned.
+    "viewer_gateway.json_body.JSONDepthMiddleware",
+    # Content-Security-Policy of the HTML pages (the web client keeps the token in sessionStorage).
+    "viewer_gateway.security_headers.ContentSecurityPolicyMiddleware",
 ]
 
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
@@ -131,6 +135,14 @@ CHANNEL_LAYERS = (
     if VIEWER.redisURL
     else {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 )
+
+# The bearer-token throttle counts failures per client address here: in Redis when it is configured, so that every
+# gateway process sees the same counts; in the process's memory otherwise (one gateway process).
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": VIEWER.redisURL}
+    if VIEWER.redisURL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 
 # seconds between heartbeat comments on an idle event stream
 CHAT_HEARTBEAT_SECONDS = float(os.environ.get("VIEWER_SSE_HEARTBEAT_SECONDS") or 15)
