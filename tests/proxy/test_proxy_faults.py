@@ -7,6 +7,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from core.service_secret import HEADER as SECRET_HEADER
+from core.service_secret import read_secret, secret_path
 from issues_app.models import ChangeEntry
 from models_app.models import IfcModel
 from models_app.signals import version_saved
@@ -17,22 +19,26 @@ pytestmark = pytest.mark.django_db
 
 
 class FakeEditService:
-    """Answers every request with the configured (status, body, delay) and records what it received."""
+    """Answers every request with the configured (status, body, delay, headers) and records what it received."""
 
     def __init__(self):
-        self.status, self.body, self.delay = 200, {"ok": True}, 0.0
+        self.status, self.body, self.delay, self.headers = 200, {"ok": True}, 0.0, {}
         self.received = []
+        self.received_headers = []
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def _answer(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 fake.received.append((self.command, self.path, self.rfile.read(length).decode()))
+                fake.received_headers.append(dict(self.headers))
                 time.sleep(fake.delay)
                 payload = fake.body if isinstance(fake.body, bytes) else json.dumps(fake.body).encode()
                 self.send_response(fake.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
+                for name, value in fake.headers.items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(payload)
 
@@ -228,3 +234,27 @@ def test_change_log_failure_after_save_is_a_warning(api, fake, model, broken_cha
     assert response.status_code == 200 and response.json()["code"] == 0
     assert "database is gone" in response.json()["data"]["warning"]
     assert response.json()["data"]["version"] == "v2"
+
+
+def test_every_call_carries_the_service_secret_of_the_data_directory(api, fake, model, settings):
+    api.get(f"/api/v1/models/{model.id}/script")
+    api.post(f"/api/v1/models/{model.id}/script/undo")
+    secret = read_secret(settings.VIEWER.dataDir)  # created by the gateway's first call: it came first
+    assert [headers.get(SECRET_HEADER) for headers in fake.received_headers] == [secret, secret]
+    assert oct(secret_path(settings.VIEWER.dataDir).stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_busy_sandbox_is_503_with_retry_after(api, fake, model):
+    """The edit service's sandbox queue is full: the client learns when to come back, and nothing was queued."""
+    fake.status, fake.body, fake.headers = 503, {"detail": "the sandbox queue is full"}, {"Retry-After": "7"}
+    response = api.post(f"/api/v1/models/{model.id}/script/run")
+    assert response.status_code == 503 and response["Retry-After"] == "7"
+    assert response.json()["code"] == 50200 and "sandbox is busy" in response.json()["message"]
+    model.refresh_from_db()
+    assert model.status == "ready"
+
+
+def test_a_503_without_retry_after_stays_a_plain_upstream_failure(api, fake, model):
+    fake.status, fake.body = 503, {"detail": "isolation unavailable"}
+    response = api.post(f"/api/v1/models/{model.id}/script/run")
+    assert (response.status_code, response.json()["code"]) == (502, 50200) and "Retry-After" not in response
