@@ -22,9 +22,11 @@ def publish_project_event(sender, *, project_id: str, event: str, data: dict, **
 
 
 def abort_turn_of_deleted_project(sender, *, project_id: str, **kwargs) -> None:
+    from chat_app.selectors import visible_sessions
     from chat_app.services import turn_abort
 
-    session_id = _session_of(project_id)
+    # a project purged from the trash had its turn aborted when it went there (its session is hidden since)
+    session_id = visible_sessions().filter(project_id=project_id).values_list("id", flat=True).first()
     if session_id is not None:
         turn_abort(session_id)
 

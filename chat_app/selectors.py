@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from chat_app.models import ChatSession
 from models_app.project_selectors import project_models
+
+
+def visible_sessions():
+    """Sessions the routes show: those of projects outside the trash, and those without a project (a trashed
+    project's session stays as it is, hidden, and comes back with the project)."""
+    return ChatSession.objects.filter(Q(project__isnull=True) | Q(project__deleted_at__isnull=True))
 
 
 def session_overview(session_id: str) -> dict:

@@ -1,27 +1,14 @@
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat_app.models import ChatSession
 from models_app.models import Project
-from models_app.project_selectors import project_model_ids
+from models_app.serializers import ProjectSerializer  # noqa: F401 - the chat's project routes answer it
 from viewer_gateway.fields import StrictCharField
 
 
 class ProjectCreateSerializer(serializers.Serializer):
     title = StrictCharField(required=False, allow_blank=True, max_length=255, default="", help_text="default 'AI 项目'")
     kind = serializers.ChoiceField(choices=Project.Kind.choices, error_messages={"required": "kind is required: ifc, cad or cad->ifc", "invalid_choice": "kind must be ifc, cad or cad->ifc, not {input!r}"})
-
-
-class ProjectSerializer(serializers.Serializer):
-    projectId = serializers.CharField(source="id")
-    title = serializers.CharField()
-    kind = serializers.ChoiceField(choices=Project.Kind.choices)
-    createdAt = serializers.DateTimeField(source="created_at")
-    models = serializers.SerializerMethodField(help_text="model ids of the project, oldest first")
-
-    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
-    def get_models(self, project: Project) -> list[str]:
-        return project_model_ids(project)
 
 
 class SessionOpenSerializer(serializers.Serializer):

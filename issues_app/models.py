@@ -118,7 +118,8 @@ class ChangeEntry(models.Model):
 
     seq = models.BigAutoField(primary_key=True)  # total order of writes, also between equal timestamps
     id = models.CharField(unique=True, max_length=14, default=new_change_id, editable=False)
-    model = models.ForeignKey(IfcModel, on_delete=models.CASCADE, related_name="changes")
+    # the change log outlives the model: purging it from the trash leaves model_id as a plain value
+    model = models.ForeignKey(IfcModel, on_delete=models.DO_NOTHING, db_constraint=False, related_name="changes")
     entity_id = models.CharField(max_length=64, db_index=True)
     entity_name = models.CharField(max_length=512, blank=True, default="")
     field = models.CharField(max_length=255)

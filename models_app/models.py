@@ -5,6 +5,14 @@ from django.db import models
 MODEL_ID_PATTERN = r"m_[0-9a-f]{16}"
 
 
+class OutsideTrashManager(models.Manager):
+    """The default manager of records that can be in the trash: every read of the apps sees only those outside it.
+    Related-object access and cascades use the plain base manager; the trash itself reads `with_trashed`."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(deleted_at__isnull=True)
+
+
 def new_model_id() -> str:
     return "m_" + secrets.token_hex(8)
 
@@ -47,6 +55,11 @@ class IfcModel(models.Model):
     format = models.CharField(max_length=8, choices=Format.choices, default=Format.IFC,
                               help_text="dxf: a drawing built by a dxf_lib script, previewed through render.json, never converted")
     converted_ifc = models.CharField(max_length=80, blank=True, default="")
+    # set while the model is in the trash (its folder then lies under {dataDir}/trash/models/)
+    deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    objects = OutsideTrashManager()
+    with_trashed = models.Manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -78,6 +91,10 @@ class Project(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     # A deleted model leaves its project with it (the link row cascades away).
     ifc_models = models.ManyToManyField(IfcModel, through="ProjectModel", related_name="projects", blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)  # set while the project is in the trash
+
+    objects = OutsideTrashManager()
+    with_trashed = models.Manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -86,11 +103,23 @@ class Project(models.Model):
         return f"{self.title} ({self.id})"
 
 
+class OfModelsOutsideTrashManager(models.Manager):
+    """The default manager of records hanging off a model (`model` field): those of models outside the trash. A
+    trashed model has left its project (the link row stays for its restore); its queued version conversions neither
+    run nor are re-queued."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(model__deleted_at__isnull=True)
+
+
 class ProjectModel(models.Model):
     """A model's membership of its project (a model belongs to at most one); ids keep the order models were added."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE)
     model = models.OneToOneField(IfcModel, on_delete=models.CASCADE, related_name="project_link")
+
+    objects = OfModelsOutsideTrashManager()
+    with_trashed = models.Manager()
 
     class Meta:
         ordering = ["id"]
@@ -123,6 +152,9 @@ class VersionGeometry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = OfModelsOutsideTrashManager()
+    with_trashed = models.Manager()
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["model", "version"], name="one_geometry_per_model_version")]
         ordering = ["model", "created_at"]
@@ -131,3 +163,47 @@ class VersionGeometry(models.Model):
 
     def __str__(self):
         return f"{self.model_id} {self.version} ({self.status})"
+
+
+class Deletion(models.Model):
+    """The record of one deletion through the API or the admin: what went to the trash, when, by whom, and what
+    became of it (restored, purged). Kept for good, also after the purge."""
+
+    class Kind(models.TextChoices):
+        MODEL = "model"
+        PROJECT = "project"
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    target_id = models.CharField(max_length=18, db_index=True, help_text="the model or project id (the trash item's id)")
+    title = models.CharField(max_length=255, help_text="the model's name or the project's title")
+    model_ids = models.JSONField(default=list, blank=True, help_text="the models that went to the trash with it (a project's)")
+    deleted_at = models.DateTimeField(db_index=True)
+    deleted_by = models.CharField(max_length=255, help_text="the authenticated principal: api-token, an admin user, local-user when authentication is off")
+    client_address = models.CharField(max_length=64, blank=True, default="")
+    purge_at = models.DateTimeField(db_index=True)
+    restored_at = models.DateTimeField(null=True, blank=True)
+    restored_by = models.CharField(max_length=255, blank=True, default="")
+    purged_at = models.DateTimeField(null=True, blank=True)
+    purged_by = models.CharField(max_length=255, blank=True, default="")
+
+    class Meta:
+        ordering = ["-deleted_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["target_id"], condition=models.Q(restored_at__isnull=True, purged_at__isnull=True),
+                                    name="one_open_deletion_per_target"),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} {self.target_id} deleted by {self.deleted_by} at {self.deleted_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def in_trash(self) -> bool:
+        return self.restored_at is None and self.purged_at is None
+
+
+class TrashItem(Deletion):
+    """The deletions still in the trash (the admin's Trash)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "trash item"

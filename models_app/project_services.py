@@ -19,7 +19,7 @@ from filelock import ReadWriteLock, Timeout
 
 from models_app import cancellation, edit_client
 from models_app.models import IfcModel, Project, ProjectModel
-from models_app.project_selectors import project_get, project_model_ids, project_model_of_format, project_of_model
+from models_app.project_selectors import PROJECT_ID_RE, project_model_ids, project_model_of_format, project_of_model
 from models_app.services import model_create_for_script, model_delete, request_conversion
 from models_app.signals import project_deleting
 from models_app.storage import latest_saved_product, model_dir, publish_text
@@ -146,11 +146,15 @@ def project_model_init(*, project: Project, title: str = "", script: str | None 
 
 
 def project_delete(project_id: str) -> None:
-    """The project with everything it owns: what other apps keep for it (its chat session, plan files; they are
-    told first, project_deleting) and every model of the project with its issues, changes, overrides and files."""
-    project = project_get(project_id)
+    """Removes the project for good, in or outside the trash, with everything it owns: what other apps keep for it
+    (its chat session, plan files; they are told first, project_deleting) and every model of the project, trashed
+    ones too, with its issues, overrides and files (the change log stays). Deleting through the API moves a project
+    to the trash (trash_services); this is its purge."""
+    project = Project.with_trashed.filter(pk=project_id).first() if PROJECT_ID_RE.match(project_id or "") else None
+    if project is None:
+        raise NotFound(f"project {project_id!r} not found")
     project_deleting.send(sender=None, project_id=project.id)
-    for model_id in project_model_ids(project):
+    for model_id in ProjectModel.with_trashed.filter(project=project).values_list("model_id", flat=True):
         try:
             model_delete(model_id)
         except NotFound:

@@ -1,7 +1,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from models_app.models import IfcModel, VersionGeometry
+from models_app.models import Deletion, IfcModel, Project, VersionGeometry
+from models_app.project_selectors import project_model_ids
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -42,3 +43,27 @@ class VersionGeometrySerializer(serializers.ModelSerializer):
         if geometry.status not in (VersionGeometry.Status.QUEUED, VersionGeometry.Status.CONVERTING):
             return None
         return {"phase": geometry.progress_phase or "queued", "percent": geometry.progress_percent}
+
+
+class ProjectSerializer(serializers.Serializer):
+    projectId = serializers.CharField(source="id")
+    title = serializers.CharField()
+    kind = serializers.ChoiceField(choices=Project.Kind.choices)
+    createdAt = serializers.DateTimeField(source="created_at")
+    models = serializers.SerializerMethodField(help_text="model ids of the project, oldest first")
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_models(self, project: Project) -> list[str]:
+        return project_model_ids(project)
+
+
+class TrashItemSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="target_id", help_text="the model id (m_...) or project id (p_...)")
+    deletedAt = serializers.DateTimeField(source="deleted_at")
+    deletedBy = serializers.CharField(source="deleted_by", help_text="api-token, an admin user's name, or local-user when authentication is off")
+    purgeAt = serializers.DateTimeField(source="purge_at", help_text="when the purge removes it for good")
+
+    class Meta:
+        model = Deletion
+        fields = ["id", "kind", "title", "deletedAt", "deletedBy", "purgeAt"]
+        read_only_fields = fields

@@ -32,6 +32,7 @@ from models_app.storage import (
     model_file,
     publish_file,
     publish_text,
+    trashed_model_dir,
 )
 from viewer_gateway.envelope import Conflict, InvalidInput, NotFound, TooLarge
 from viewer_gateway.process_identity import process_alive, process_identity
@@ -192,18 +193,25 @@ def model_retry(model_id: str) -> IfcModel:
 
 
 def model_delete(model_id: str) -> None:
-    model = model_get(model_id)
-    folder = model_dir(model.id)
-    trash = folder.with_name(f".deleted-{model.id}-{uuid.uuid4().hex[:8]}")
+    """Removes the model for good, in or outside the trash: its record with issues, overrides and version geometries
+    (the change log stays, keeping the model id) and its folder. Deleting through the API moves a model to the
+    trash (trash_services); this is its purge, and the undoing of a model whose creation failed."""
+    if not MODEL_ID_RE.match(model_id or ""):
+        raise NotFound(f"invalid model id {model_id!r}: expected m_ followed by 16 lowercase hex digits")
+    model = IfcModel.with_trashed.filter(pk=model_id).first()
+    if model is None:
+        raise NotFound(f"model {model_id} not found")
+    folder = trashed_model_dir(model.id) if model.deleted_at else model_dir(model.id)
+    removing = Path(settings.MODELS_DIR) / f".deleted-{model.id}-{uuid.uuid4().hex[:8]}"
     if folder.exists():
-        os.replace(folder, trash)
+        os.replace(folder, removing)
     try:
-        model.delete()  # issues, overrides and change entries cascade
+        model.delete()
     except BaseException:
-        if trash.exists():
-            os.replace(trash, folder)
+        if removing.exists():
+            os.replace(removing, folder)
         raise
-    shutil.rmtree(trash, ignore_errors=True)
+    shutil.rmtree(removing, ignore_errors=True)
 
 
 # --- conversion run (inside a worker) --------------------------------------------------------------------------

@@ -35,6 +35,14 @@ def model_dir(model_id: str) -> Path:
     return Path(settings.MODELS_DIR) / model_id
 
 
+def trashed_model_dir(model_id: str) -> Path:
+    """Where a model's folder lies while the model is in the trash: outside models/, so neither the edit service nor
+    any file route of the gateway finds it."""
+    if not MODEL_ID_RE.match(model_id):
+        raise ValueError(f"not a model id: {model_id!r}")
+    return Path(settings.DATA_DIR) / "trash" / "models" / model_id
+
+
 def model_file(model_id: str, name: str) -> Path:
     return model_dir(model_id) / name
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from models_app import views
+from models_app import trash_views, views
 from models_app.proxy_views import EditProxyView
 from models_app.script_services import PROXY_ROUTES
 
@@ -10,6 +10,9 @@ api_urlpatterns = [
     path("models/<str:model_id>/retry", views.ModelRetryView.as_view(), name="model-retry"),
     path("models/<str:model_id>/download", views.ModelDownloadView.as_view(), name="model-download"),
     path("models/<str:model_id>/versions/<str:version>/geometry", views.VersionGeometryView.as_view(), name="model-version-geometry"),
+    path("trash", trash_views.TrashListView.as_view(), name="trash-list"),
+    path("trash/<str:item_id>/restore", trash_views.TrashRestoreView.as_view(), name="trash-restore"),
+    path("trash/<str:item_id>", trash_views.TrashItemView.as_view(), name="trash-item"),
     *(
         path(
             f"models/<str:model_id>/{route.route}",

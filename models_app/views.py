@@ -4,10 +4,11 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from models_app import services, version_geometry
+from models_app import services, trash_services, version_geometry
 from models_app.serializers import ModelSerializer, ModelUploadSerializer, VersionGeometrySerializer
 from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
 from viewer_gateway.envelope import InvalidInput, NotFound
+from viewer_gateway.principal import Principal
 from viewer_gateway.static_files import serve_file
 from viewer_gateway.uploads import UploadLimit
 
@@ -41,9 +42,10 @@ class ModelDetailView(APIView):
     def get(self, request, model_id):
         return Response(ModelSerializer(services.model_get(model_id)).data)
 
-    @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete a model and all its records")
+    @extend_schema(responses={200: OpenApiResponse(description="data: null"), 404: OpenApiResponse(description="40400: unknown model")},
+                   summary="Delete a model: it goes to the trash with its records and files (GET /api/v1/trash), purged after trashRetentionDays")
     def delete(self, request, model_id):
-        services.model_delete(model_id)
+        trash_services.model_trash(model_id, by=Principal.of(request))
         return Response(None)
 
 

@@ -1,8 +1,9 @@
 import logging
+import time
 
 from django.conf import settings
 
-from models_app import services, version_geometry
+from models_app import services, trash_services, version_geometry
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, zygote_for
 from models_app.queue_worker import QueueWorkerCommand
 from models_app.tasks import CONVERSION_QUEUE
@@ -10,6 +11,8 @@ from sandboxing.cgroups import remove_stale
 from viewer_gateway.config import require_converter
 
 logger = logging.getLogger(__name__)
+
+TRASH_PURGE_INTERVAL_SECONDS = 3600
 
 
 class Command(QueueWorkerCommand):
@@ -27,11 +30,17 @@ class Command(QueueWorkerCommand):
         except ConversionUnavailable as exc:
             logger.error("%s (each conversion tries again)", exc)
         services.remove_deleted_model_leftovers()
+        self.next_trash_purge = 0.0
 
     def recover(self) -> list[str]:
         return services.recover_interrupted_conversions() + version_geometry.recover_interrupted_version_conversions()
 
     def periodic(self) -> None:
-        """Also converts IFCs the edit service replaced without the gateway knowing."""
+        """Also converts IFCs the edit service replaced without the gateway knowing, and purges the trash items past
+        their purgeAt once an hour (the first time at the worker's first check)."""
         self.recover()
         services.reconvert_changed_products()
+        if time.monotonic() >= self.next_trash_purge:
+            self.next_trash_purge = time.monotonic() + TRASH_PURGE_INTERVAL_SECONDS
+            for deletion in trash_services.trash_purge_due():
+                logger.info("purged from the trash: %s %s (deleted %s by %s)", deletion.kind, deletion.target_id, deletion.deleted_at, deletion.deleted_by)
