@@ -11,6 +11,7 @@ from django.db import transaction
 from chat_app import events, lifecycle
 from chat_app.agent.loop import parse_permission_answer
 from chat_app.models import INTERRUPT_ID_PATTERN, SESSION_ID_PATTERN, ChatSession, PendingQuestion, Turn
+from chat_app.selectors import visible_sessions
 from models_app.models import IfcModel, Project
 from models_app.project_selectors import project_exists, project_models, project_of_model
 from models_app.services import model_get
@@ -28,13 +29,13 @@ def session_get(session_id: str) -> ChatSession:
     if not SESSION_ID_RE.match(session_id or ""):
         raise NotFound(f"chat session {session_id!r} not found (ids look like c_ + 16 lowercase hex digits)")
     try:
-        return ChatSession.objects.select_related("project").get(pk=session_id)
+        return visible_sessions().select_related("project").get(pk=session_id)
     except ChatSession.DoesNotExist:
         raise NotFound(f"chat session {session_id} not found") from None
 
 
 def session_list():
-    return ChatSession.objects.select_related("project").order_by("-created_at")
+    return visible_sessions().select_related("project").order_by("-created_at")
 
 
 def _project_model(project: Project) -> IfcModel | None:

@@ -20,7 +20,8 @@ from django.conf import settings
 from django.http import StreamingHttpResponse
 
 from chat_app import events
-from chat_app.models import SESSION_ID_PATTERN, ChatSession
+from chat_app.models import SESSION_ID_PATTERN
+from chat_app.selectors import visible_sessions
 from viewer_gateway.envelope import NOT_FOUND, TOO_MANY_REQUESTS, error_response
 
 RETRY_MILLISECONDS = 2000
@@ -28,7 +29,7 @@ SESSION_ID_RE = re.compile(rf"^{SESSION_ID_PATTERN}$")
 
 
 def _session_exists(session_id: str) -> bool:
-    return bool(SESSION_ID_RE.match(session_id)) and ChatSession.objects.filter(pk=session_id).exists()
+    return bool(SESSION_ID_RE.match(session_id)) and visible_sessions().filter(pk=session_id).exists()
 
 
 async def _frames(session_id: str, last_event_id: str | None, heartbeat_seconds: float):

@@ -14,8 +14,9 @@ from chat_app.serializers import (
     ProjectSerializer,
     SessionOpenSerializer,
 )
-from models_app import project_services
+from models_app import project_services, trash_services
 from viewer_gateway.envelope import InvalidInput
+from viewer_gateway.principal import Principal
 
 NOT_FOUND = OpenApiResponse(description="40400: unknown session")
 INVALID = OpenApiResponse(description="40001: invalid input")
@@ -44,9 +45,10 @@ class ProjectListView(APIView):
 
 
 class ProjectDetailView(APIView):
-    @extend_schema(responses={200: OpenApiResponse(description="data: null"), 404: OpenApiResponse(description="40400: unknown project")}, summary="Delete a project with its session, plan files and models")
+    @extend_schema(responses={200: OpenApiResponse(description="data: null"), 404: OpenApiResponse(description="40400: unknown project")},
+                   summary="Delete a project: it goes to the trash with its session, plan files and models (GET /api/v1/trash)")
     def delete(self, request, project_id):
-        project_services.project_delete(project_id)
+        trash_services.project_trash(project_id, by=Principal.of(request))
         return Response(None)
 
 

@@ -72,7 +72,7 @@ class UserEditsView(APIView):
 
 
 class VersionsView(APIView):
-    @extend_schema(responses={200: JSON}, summary="{versions: [{version, createdAt}], current}")
+    @extend_schema(responses={200: JSON}, summary="{versions: [{version, createdAt, author}], current}")
     def get(self, request, model_id):
         return Response(editor(model_id).version_list())
 

@@ -46,8 +46,8 @@ def empty_data_dir(settings):
     from pathlib import Path
 
     yield
-    for folder in (Path(settings.MODELS_DIR), Path(settings.UPLOAD_TMP_DIR)):
-        for child in folder.iterdir():
+    for folder in (Path(settings.MODELS_DIR), Path(settings.UPLOAD_TMP_DIR), Path(settings.DATA_DIR) / "trash"):
+        for child in folder.iterdir() if folder.is_dir() else ():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
 
 

@@ -60,6 +60,7 @@ class GatewayConfig:
     tokenFailureLimit: int = 20
     tokenFailureWindowSeconds: int = 60
     maxStreamsPerClient: int = 20
+    trashRetentionDays: int = 30
     source: str = field(default="defaults", compare=False)
 
     @property
@@ -117,6 +118,7 @@ _KEYS = {
     "tokenFailureLimit": ((int,), int),
     "tokenFailureWindowSeconds": ((int,), int),
     "maxStreamsPerClient": ((int,), int),
+    "trashRetentionDays": ((int,), int),
 }
 
 _ENV_OVERRIDES = {
@@ -128,6 +130,7 @@ _ENV_OVERRIDES = {
     "allowedHosts": "VIEWER_ALLOWED_HOSTS",
     "trustedProxies": "VIEWER_TRUSTED_PROXIES",
     "conversionAllowNoCgroup": "VIEWER_CONVERSION_ALLOW_NO_CGROUP",
+    "trashRetentionDays": "VIEWER_TRASH_RETENTION_DAYS",
     # Not in the spec's table: lets `make run` give gateway and edit service one data directory.
     "dataDir": "VIEWER_DATA_DIR",
 }
@@ -157,6 +160,8 @@ def _convert(key: str, value):
     accepted, converter = _KEYS[key]
     if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in _TRUE_WORDS + _FALSE_WORDS:
         value = value.strip().lower() in _TRUE_WORDS  # from the environment
+    if accepted == (int,) and isinstance(value, str) and value.strip().isdigit():
+        value = int(value)  # from the environment
     if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
         names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list", bool: "true or false"}[t] for t in accepted))
         raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")
@@ -168,6 +173,8 @@ def _convert(key: str, value):
         raise ConfigError(f"{key}: must be positive, got {value}")
     if key == "llmContextTokens" and value < 2000:
         raise ConfigError(f"{key}: must be at least 2000 (a turn needs room for the prompt, the tools and an answer), got {value}")
+    if key == "trashRetentionDays" and value < 0:
+        raise ConfigError(f"{key}: must not be negative (0 purges at the next purge run), got {value}")
     if key.startswith("llmPricePerMTok") and value < 0:
         raise ConfigError(f"{key}: must not be negative, got {value}")
     return converter(value)

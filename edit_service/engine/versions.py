@@ -59,7 +59,10 @@ class Versions:
         """The meta of the version a save with this requestId made, if any."""
         return next((meta for meta in reversed(self.listing()) if meta.get("requestId") == request_id), None)
 
-    def create(self, *, script: str, script_hash: str, ifc: Path, snapshot: dict, script_map: dict, note: str, request_id: str | None = None) -> dict:
+    def create(self, *, script: str, script_hash: str, ifc: Path, snapshot: dict, script_map: dict, note: str, request_id: str | None = None,
+               author: str = "") -> dict:
+        """Writes version v{n+1}; its meta carries the save's author (versions saved before authors were recorded
+        have none, listed as "")."""
         previous = self.latest()
         version = f"v{int(previous[1:]) + 1 if previous else 1}"
         self.files.versions_dir.mkdir(exist_ok=True)
@@ -70,7 +73,7 @@ class Versions:
         for name in self.files.kind.extra_outputs:  # a drawing's render.json, so discard and rollback need no run
             if (self.files.root / name).is_file():
                 place_file(self.files.root / name, self.files.version_file(version, f".{name}"), keep_source=True)
-        meta = {"version": version, "createdAt": now_iso(), "note": note, "scriptHash": script_hash, **({"requestId": request_id} if request_id else {})}
+        meta = {"version": version, "createdAt": now_iso(), "author": author, "note": note, "scriptHash": script_hash, **({"requestId": request_id} if request_id else {})}
         write_json_atomic(self.files.version_file(version, ".json"), meta)  # the commit point
         if previous:
             self.files.version_file(previous, self.files.kind.suffix).unlink(missing_ok=True)  # only the latest IFC stays materialised
