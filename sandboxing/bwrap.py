@@ -4,9 +4,10 @@ Isolation of every sandbox: no network; a new user namespace as uid 65534 that c
 new pid, ipc, uts and cgroup namespaces; all capabilities dropped; a read-only root made of the system folders and,
 for Python programs, the interpreter and its site-packages (never the working directory or a checkout, which may
 hold the data directory and the configuration); /dev read-only with only the standard device nodes, /dev/shm a
-size-capped tmpfs (or read-only); `--die-with-parent` and a new session. Limits: rlimits set by prlimit in the exec
-chain (no preexec_fn: the callers have threads) and, where a run cgroup exists, a shell that joins it before
-anything of the run exists.
+size-capped tmpfs (or read-only); `--die-with-parent` and a new session; the seccomp filter of seccomp.py, which
+bubblewrap installs just before it executes the program. Limits: rlimits set by prlimit in the exec chain (no
+preexec_fn: the callers have threads) and, where a run cgroup exists, a shell that joins it before anything of the
+run exists.
 """
 
 from __future__ import annotations
@@ -90,10 +91,13 @@ def command(bwrap: str, *, program: list[str], mounts: list[str], workdir: str, 
     ]
 
 
-def limited(bwrap_command: list[str], *, rlimits: dict[str, int], cgroup: RunCgroup | None) -> tuple[list[str], dict[str, str]]:
+def limited(bwrap_command: list[str], *, rlimits: dict[str, int], cgroup: RunCgroup | None,
+            seccomp_fd: int) -> tuple[list[str], dict[str, str]]:
     """(argv, extra environment) that set the rlimits (prlimit option name -> value) and, with a cgroup, first move
-    the chain into it (exit code CGROUP_JOIN_FAILED when that fails), then exec bwrap."""
-    chain = ["prlimit", *(f"--{name}={value}" for name, value in rlimits.items()), "--", *bwrap_command]
+    the chain into it (exit code CGROUP_JOIN_FAILED when that fails), then exec bwrap, which installs the seccomp
+    filter read from `seccomp_fd` (seccomp.program_fd(); the caller passes it to the child and closes it)."""
+    bwrap, *arguments = bwrap_command
+    chain = ["prlimit", *(f"--{name}={value}" for name, value in rlimits.items()), "--", bwrap, "--seccomp", str(seccomp_fd), *arguments]
     if cgroup is None:
         return chain, {}
     return ["/bin/sh", "-c", _JOIN_CGROUP, "sandbox", *chain], {"SANDBOX_CGROUP_PROCS": " ".join(cgroup.procs_files)}

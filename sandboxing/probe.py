@@ -1,19 +1,33 @@
-"""What both sandboxes check before running anything: the tools exist, a per-run cgroup with memory and pids caps can
-be made (fail closed: without one, runs are refused unless the operator opted in explicitly), and the exact sandbox
-starts (a probe run, remembered; a failed probe is retried after a while)."""
+"""What both sandboxes check before running anything: the tools exist, the seccomp filter can be built and is in force
+in a sandbox, a per-run cgroup with memory and pids caps can be made (fail closed: without one, runs are refused
+unless the operator opted in explicitly), and the exact sandbox starts (a probe run, remembered; a failed probe is
+retried after a while)."""
 
 from __future__ import annotations
 
+import errno
+import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from sandboxing import cgroups
+from sandboxing import bwrap as bwrap_command
+from sandboxing import cgroups, seccomp
 
 PROBE_RETRY_SECONDS = 30
+FILTER_PROBE_SECONDS = 30
+# run in the probe sandbox: the seccomp mode of its own process (2: filtered) and the errno of a denied call
+_FILTER_CHECK = """import ctypes, sys
+mode = next(line.split()[1] for line in open("/proc/self/status") if line.startswith("Seccomp:"))
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall(int(sys.argv[1]), 0, 0, 0, 0, 0)
+print(mode, ctypes.get_errno())
+"""
 
 
 class IsolationUnavailable(Exception):
@@ -25,6 +39,45 @@ def missing_tool(bwrap: str) -> str | None:
         if shutil.which(binary) is None:
             return f"{binary!r} not found; install the {package} package"
     return None
+
+
+def isolation_problem(bwrap: str) -> str | None:
+    """Why sandboxes cannot start with their full isolation here (a missing tool, a seccomp filter that cannot be
+    built or is not in force), or None. The filter check is a sandbox run, done once per process (a failure is
+    checked again after a while)."""
+    if problem := missing_tool(bwrap):
+        return problem
+    return _filter_probes.problem(bwrap, lambda: filter_problem(bwrap))
+
+
+def filter_problem(bwrap: str) -> str | None:
+    """Runs a minimal sandbox (the services' isolation and exec chain) in which a program reads its own seccomp mode
+    and tries keyctl; the filter is in force when the mode is 2 (filtered) and keyctl failed with EPERM."""
+    try:
+        keyctl = seccomp.native_number("keyctl")
+        checked = run_sandbox(bwrap_command.command(
+            bwrap, program=[sys.executable, "-S", "-c", _FILTER_CHECK, str(keyctl)], mounts=bwrap_command.python_mounts(),
+            workdir="/", env={"PATH": "/usr/bin:/bin"}), rlimits={}, timeout=FILTER_PROBE_SECONDS)
+    except seccomp.FilterUnavailable as exc:
+        return str(exc)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"the seccomp probe sandbox could not run: {exc}"
+    if checked.stdout.split() != ["2", str(errno.EPERM)]:
+        found = checked.stderr.strip()[-500:] or f"exit code {checked.returncode}, output {checked.stdout.strip()!r}"
+        return f"the seccomp filter is not in force in the sandbox ({found})"
+    return None
+
+
+def run_sandbox(sandbox: list[str], *, rlimits: dict[str, int], timeout: float) -> subprocess.CompletedProcess:
+    """Runs a bwrap command line (bwrap.command) to its end through the services' exec chain and seccomp filter,
+    without a cgroup, its output captured as text (probes and tests)."""
+    filter_fd = seccomp.program_fd()
+    try:
+        argv, chain_env = bwrap_command.limited(sandbox, rlimits=rlimits, cgroup=None, seccomp_fd=filter_fd)
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, pass_fds=(filter_fd,),
+                              timeout=timeout, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env})
+    finally:
+        os.close(filter_fd)
 
 
 @dataclass(frozen=True)
@@ -74,3 +127,6 @@ class ProbeCache:
                 problem = probe()
                 self._answers[key] = (problem, time.monotonic())
         return problem
+
+
+_filter_probes = ProbeCache()
