@@ -22,16 +22,18 @@ pytestmark = pytest.mark.e2e
 
 
 class EditService:
-    def __init__(self, data_dir, **env):
+    def __init__(self, data_dir, host="127.0.0.1", **env):
         self.data_dir = data_dir
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_", "EDIT_"))}, "VIEWER_DATA_DIR": str(data_dir), "DIE_WITH_PARENT": "1", **env}
+        self.host = host
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_", "EDIT_"))}, "VIEWER_DATA_DIR": str(data_dir), "DIE_WITH_PARENT": "1",
+                    "EDIT_SERVICE_HOST": host, **env}
         self.process = None
         self.url = None
 
     def start(self):
         port = free_port()
         self.env["EDIT_SERVICE_PORT"] = str(port)
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"http://{self.host}:{port}"
         with open(self.data_dir / f"edit-{port}.log", "ab") as log:
             self.process = spawn([sys.executable, "-m", "edit_service"], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
