@@ -307,6 +307,8 @@ def test_deleting_a_project_leaves_no_file_or_row_behind(chat_stack):
     assert chat_stack.api("GET", f"/api/v1/models/{model_id}").json()["code"] == 40400
     assert chat_stack.api("GET", f"/api/v1/chat/sessions/{cid}/messages").json()["code"] == 40400
     assert cid not in [s["chatSessionId"] for s in ok(chat_stack.api("GET", "/api/v1/chat/sessions"))]
+    assert ok(chat_stack.api("DELETE", f"/api/v1/trash/{project['projectId']}")) is None  # the purge
+    assert not (chat_stack.data_dir / "trash" / "models" / model_id).exists()
     rows = chat_stack.count_rows({"chat_app_sessionevent": f"session_id = '{cid}'", "chat_app_message": f"session_id = '{cid}'",
                                          "issues_app_issue": f"model_id = '{model_id}'", "models_app_project": f"id = '{project['projectId']}'"})
     assert rows == {"chat_app_sessionevent": 0, "chat_app_message": 0, "issues_app_issue": 0, "models_app_project": 0}
@@ -319,6 +321,7 @@ def test_deleting_a_model_removes_it_from_its_project(chat_stack):
     ok(chat_stack.api("DELETE", f"/api/v1/models/{model_id}"))
     reopened = ok(chat_stack.api("POST", "/api/v1/chat/sessions", json={"projectId": project["projectId"]}))
     assert reopened["modelId"] == ""
+    ok(chat_stack.api("DELETE", f"/api/v1/trash/{model_id}"))  # the purge
     overview = chat_stack.count_rows({"models_app_projectmodel": f"model_id = '{model_id}'"})
     assert overview == {"models_app_projectmodel": 0}
 

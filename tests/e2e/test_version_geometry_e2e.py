@@ -81,6 +81,7 @@ def test_a_removed_element_is_in_its_base_versions_geometry(stack):
 
     assert data(stack.api("DELETE", f"/api/v1/models/{model_id}")) is None
     assert anonymous.get(xkt.url, timeout=30).json()["code"] == 40400
+    assert data(stack.api("DELETE", f"/api/v1/trash/{model_id}")) is None  # the purge
     assert not (stack.data_dir / "models" / model_id).exists()
     assert stack.count_rows({"models_app_versiongeometry": f"model_id = '{model_id}'"}) == {"models_app_versiongeometry": 0}
 

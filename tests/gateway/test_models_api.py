@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django_tasks_db.models import DBTaskResult
 
 from models_app.models import IfcModel
-from models_app.storage import model_dir
+from models_app.storage import model_dir, trashed_model_dir
 from tests.helpers import MINIMAL_IFC, sample
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
@@ -112,14 +112,17 @@ def test_unknown_route_and_wrong_method_are_enveloped(api):
     assert "PUT" in response.json()["message"] and "POST" in response["Allow"]
 
 
-def test_delete_removes_record_and_files(api):
+def test_delete_moves_the_model_to_the_trash_and_the_purge_removes_record_and_files(api):
     model_id = upload(api).json()["data"]["id"]
     folder = model_dir(model_id)
     (folder / "model.xkt").write_bytes(b"x")
     response = api.delete(f"/api/v1/models/{model_id}")
     assert response.json() == {"code": 0, "message": "ok", "data": None}
     assert not folder.exists() and not IfcModel.objects.filter(pk=model_id).exists()
+    assert (trashed_model_dir(model_id) / "model.xkt").is_file()
     assert api.delete(f"/api/v1/models/{model_id}").status_code == 404
+    assert api.delete(f"/api/v1/trash/{model_id}").json()["code"] == 0
+    assert not trashed_model_dir(model_id).exists() and not IfcModel.with_trashed.filter(pk=model_id).exists()
 
 
 def test_retry_requeues_a_failed_model(api):

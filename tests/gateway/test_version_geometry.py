@@ -175,8 +175,9 @@ def test_deleting_the_model_removes_its_version_geometry(api, versioned, monkeyp
     version_geometry.run_version_conversion(model_id, "v1")
     assert (version_geometry_root(model_id) / "v1" / "model.xkt").is_file()
     assert body(api.delete(f"/api/v1/models/{model_id}")) is None
-    assert not VersionGeometry.objects.exists() and not model_dir(model_id).exists()
     assert error(api.get(file_url(model_id, "v1", "model.xkt"))) == (404, 40400)
+    assert body(api.delete(f"/api/v1/trash/{model_id}")) is None  # the purge
+    assert not VersionGeometry.with_trashed.exists() and not model_dir(model_id).exists()
 
 
 def test_a_model_deleted_during_the_conversion_leaves_nothing(api, versioned, monkeypatch):

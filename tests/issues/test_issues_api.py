@@ -164,11 +164,12 @@ def test_screenshot_names_off_pattern_answer_404_and_read_nothing(client, model,
     assert not [p for p in opened if str(model_dir(model.id)) in p]
 
 
-def test_model_delete_removes_issues_and_screenshots(post_issue, model, api):
+def test_model_purge_removes_issues_and_screenshots_and_keeps_the_change_log(post_issue, model, api):
     post_issue(model.id, ISSUE, ("a.png", png_bytes(), "image/png"))
     api.put(f"/api/v1/models/{model.id}/entities/{ISSUE['entityId']}/properties", {"fields": {"Name": "X"}}, format="json")
     assert api.delete(f"/api/v1/models/{model.id}").json()["code"] == 0
+    assert api.delete(f"/api/v1/trash/{model.id}").json()["code"] == 0
     from issues_app.models import ChangeEntry, Override
 
-    assert (Issue.objects.count(), Override.objects.count(), ChangeEntry.objects.count()) == (0, 0, 0)
+    assert (Issue.objects.count(), Override.objects.count(), ChangeEntry.objects.count()) == (0, 0, 1)
     assert not model_dir(model.id).exists()
