@@ -1,4 +1,5 @@
-# make run  : set everything up and start gateway, conversion workers and edit service (foreground; Ctrl-C stops all)
+# make run  : set everything up and start gateway, conversion workers, edit service and check worker under supervisord
+#            (foreground; a dead process is restarted; Ctrl-C stops all; docs/operations/supervisor.md)
 # make test : set everything up and run the whole test suite
 SHELL := /bin/bash
 VENV := .venv
@@ -39,14 +40,18 @@ $(WEB_STAMP): frontend/package.json frontend/package-lock.json frontend/build.mj
 	cd frontend && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 	@touch $@
 
+# supervisord reads its settings from this environment (scripts/supervisord.conf); dataDir as the config resolves it
+# (absolute, VIEWER_DATA_DIR taken into account) so that its run/ folder does not depend on the current directory
 run: setup
 	@data_dir=$$($(PY) -m viewer_gateway.config dataDir) || exit 2; \
 	workers=$$($(PY) -m viewer_gateway.config conversionWorkers) || exit 2; \
 	$(PY) -m viewer_gateway.config --check-converter || exit 2; \
-	export VIEWER_DATA_DIR=$${VIEWER_DATA_DIR:-$$data_dir}; \
+	export VIEWER_DATA_DIR=$$data_dir; \
 	export VIEWER_EDIT_SERVICE_URL=$${VIEWER_EDIT_SERVICE_URL:-http://127.0.0.1:$$EDIT_SERVICE_PORT}; \
+	export RUN_PYTHON=$(abspath $(PY)) RUN_CONVERSION_WORKERS=$$workers; \
+	mkdir -p "$$VIEWER_DATA_DIR/run" && chmod 700 "$$VIEWER_DATA_DIR/run" && \
 	$(PY) manage.py migrate --noinput -v 0 && \
-	exec $(VENV)/bin/honcho -f Procfile start -c worker=$$workers
+	exec $(VENV)/bin/supervisord --nodaemon --configuration $(CURDIR)/scripts/supervisord.conf
 
 test: setup test-prerequisites
 	env -u VIEWER_PG_DSN $(PY) -m pytest
