@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from models_app.conversion.sandbox import ConversionLimits, python_command
-from sandboxing import bwrap
-from sandboxing.probe import IsolationUnavailable
+from sandboxing import bwrap, seccomp
+from sandboxing.probe import IsolationUnavailable, isolation_problem
 from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageTimeout
 
 RESULT_FILE = "result.json"
@@ -47,6 +47,8 @@ def run_check_process(
 ) -> CheckOutcome:
     """Runs one check of ifc_path; job = {"ids": [{"name", "content"}], "overrides": {...} | null}. When the outcome
     is ok the result JSON is at work_dir / RESULT_FILE."""
+    if problem := isolation_problem(limits.bwrap):
+        return CheckOutcome(False, f"check refused: isolation unavailable: {problem}")
     (work_dir / JOB_FILE).write_text(json.dumps(job), encoding="utf-8")
     try:
         cgroup = limits.run_cgroup()
@@ -60,7 +62,8 @@ def run_check_process(
                 "-m", "checks_app.engine.child", "--ifc", f"/proc/self/fd/{ifc}", "--job", f"/proc/self/fd/{job_fd}",
                 "--out", f"/proc/self/fd/{out}", "--memory-mb", "0" if cgroup else str(limits.memory_mb),
             ], packages=("checks_app",))
-            argv, chain_env = bwrap.limited(command, rlimits={**limits.rlimits(), "cpu": int(timeout_seconds) + 5}, cgroup=cgroup)
+            argv, chain_env = bwrap.limited(command, rlimits={**limits.rlimits(), "cpu": int(timeout_seconds) + 5}, cgroup=cgroup,
+                                            seccomp_fd=passed.add(seccomp.program_fd()))
             stage = ConfinedProcess(argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env}, pass_fds=tuple(passed.fds))
         code = stage.finish(time.monotonic() + timeout_seconds, lambda line: _relay(line, on_progress), cgroup)
         return _outcome(code, stage, cgroup, limits, work_dir)

@@ -29,9 +29,9 @@ import psutil
 
 from edit_service.engine.errors import RunFailed, SandboxUnavailable
 from edit_service.engine.kinds import IFC, ModelKind
-from sandboxing import bwrap
+from sandboxing import bwrap, seccomp
 from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
-from sandboxing.probe import CgroupPolicy, IsolationUnavailable, ProbeCache, missing_tool
+from sandboxing.probe import CgroupPolicy, IsolationUnavailable, ProbeCache, isolation_problem
 
 SANDBOX_CODE_DIR = Path(__file__).resolve().parent.parent / "sandbox"
 RUN_MOUNT = "/sandbox/run"
@@ -166,7 +166,8 @@ class Sandbox:
         with self._slot_lock:
             return self._slots.setdefault(self.limits.concurrent_runs, threading.BoundedSemaphore(self.limits.concurrent_runs))
 
-    def _command(self, argv: list[str], inputs: dict[str, Path], outputs_fd: int, cgroup: RunCgroup | None) -> tuple[list[str], dict[str, str]]:
+    def _command(self, argv: list[str], inputs: dict[str, Path], outputs_fd: int, cgroup: RunCgroup | None,
+                 seccomp_fd: int) -> tuple[list[str], dict[str, str]]:
         limits = self.limits
         sandbox = bwrap.command(
             limits.bwrap,
@@ -185,7 +186,7 @@ class Sandbox:
         rlimits = {"cpu": limits.cpu_seconds, "fsize": limits.file_size_mb * MEGABYTE, "nofile": limits.open_files}
         if cgroup is None:  # the operator allowed runs without a cgroup: per-process caps (RLIMIT_NPROC binds unless root)
             rlimits |= {"as": limits.memory_mb * MEGABYTE, "nproc": limits.processes + len(psutil.pids())}
-        return bwrap.limited(sandbox, rlimits=rlimits, cgroup=cgroup)
+        return bwrap.limited(sandbox, rlimits=rlimits, cgroup=cgroup, seccomp_fd=seccomp_fd)
 
     def execute(self, run_dir: Path, argv: list[str], *, inputs: dict[str, Path], outputs: tuple[str, ...]) -> Outcome:
         """Runs `python argv... --outputs-fd N` in the sandbox with inputs bound read-only under /sandbox/in;
@@ -211,17 +212,19 @@ class Sandbox:
             read_end, write_end = os.pipe()
             receiver = _OutputReceiver(read_end, output_dir, outputs, self.limits.output_mb * MEGABYTE)
             with open(stderr_path, "wb") as stderr:
-                command, chain_env = self._command(argv, inputs, write_end, cgroup)
+                seccomp_fd = seccomp.program_fd()
+                command, chain_env = self._command(argv, inputs, write_end, cgroup, seccomp_fd)
                 try:
                     process = subprocess.Popen(
                         command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
-                        pass_fds=(write_end,), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env},
+                        pass_fds=(write_end, seccomp_fd), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env},
                     )
                 except OSError as exc:
                     receiver.join()  # closes the read end
                     raise SandboxUnavailable(f"sandbox could not start: {exc}") from None
                 finally:
                     os.close(write_end)
+                    os.close(seccomp_fd)
                 record.write(process.pid)
                 receiver.start(on_overflow=lambda: self._kill(process, cgroup))
                 timed_out = False
@@ -255,7 +258,7 @@ class Sandbox:
             raise SandboxUnavailable(f"script execution refused: the sandbox is unavailable ({problem})")
 
     def _probe(self) -> str | None:
-        if problem := missing_tool(self.limits.bwrap):
+        if problem := isolation_problem(self.limits.bwrap):
             return problem
         probe_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"sandbox-probe-{uuid.uuid4().hex[:8]}"
         probe_dir.mkdir()

@@ -24,7 +24,7 @@ from models_app.conversion.metadata import normalise_fallback_metadata
 from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, METADATA_FILE, STAGE_OUTPUTS
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, node_command, zygote_for
 from models_app.conversion.zygote import GO
-from sandboxing import bwrap
+from sandboxing import bwrap, seccomp
 from sandboxing.cgroups import RunCgroup
 from sandboxing.probe import IsolationUnavailable
 from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageOutput, StageTimeout
@@ -182,7 +182,8 @@ class _Conversion:
             xkt = f"/proc/self/fd/{passed.add(self.create(XKT_FILE))}"
             args, optimize = self.fallback_args(ifc_path, passed, xkt) if self.fallback is not None else self.records_args(passed, xkt)
             command = node_command(self.limits, node_bin, converter_script, args, protected, optimize=optimize)
-            argv, chain_env = bwrap.limited(command, rlimits=self.limits.rlimits(), cgroup=self.cgroup)
+            argv, chain_env = bwrap.limited(command, rlimits=self.limits.rlimits(), cgroup=self.cgroup,
+                                            seccomp_fd=passed.add(seccomp.program_fd()))
             try:
                 stage = ConfinedProcess(argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env}, pass_fds=tuple(passed.fds))
             except OSError as exc:

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import psutil
 
-from sandboxing import bwrap
+from sandboxing import bwrap, seccomp
 from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
-from sandboxing.probe import CgroupPolicy, missing_tool
+from sandboxing.probe import CgroupPolicy, isolation_problem
 from sandboxing.stage import ERROR_TAIL_BYTES, keep_tail
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -169,22 +169,24 @@ class Zygote:
         return self.process is not None and self.process.poll() is None
 
     def start(self) -> None:
-        if problem := missing_tool(self.limits.bwrap):
+        if problem := isolation_problem(self.limits.bwrap):
             raise ConversionUnavailable(f"conversion sandbox unavailable: {problem}")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         zygote = python_command(self.limits, ["-m", "models_app.conversion.zygote", "--control-fd", str(theirs.fileno())])
-        argv, chain_env = bwrap.limited(zygote, rlimits=self.limits.rlimits(), cgroup=None)
+        seccomp_fd = seccomp.program_fd()
+        argv, chain_env = bwrap.limited(zygote, rlimits=self.limits.rlimits(), cgroup=None, seccomp_fd=seccomp_fd)
         self.stderr_tail = bytearray()
         try:
             self.process = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                pass_fds=(theirs.fileno(),), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env},
+                pass_fds=(theirs.fileno(), seccomp_fd), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env},
             )
         except OSError as exc:
             ours.close()
             raise ConversionUnavailable(f"conversion sandbox could not start: {exc}") from None
         finally:
             theirs.close()
+            os.close(seccomp_fd)
         self.control = ours
         threading.Thread(target=keep_tail, args=(self.process.stderr, self.stderr_tail), daemon=True).start()
         try:

@@ -3,12 +3,11 @@ bubblewrap, real cgroups): it sees neither the configuration nor the data direct
 writable, is killed at its memory cap, and is refused where no cgroup can be made unless the operator opted in."""
 
 import json
-import subprocess
 from dataclasses import replace
 
 from checks_app.engine.runner import RESULT_FILE, run_check_process
 from models_app.conversion.sandbox import ConversionLimits, python_command
-from sandboxing import bwrap
+from sandboxing.probe import run_sandbox
 from tests.gateway.test_conversion_sandbox import PYTHON_PROBE, gateway_files, listener  # noqa: F401 - fixtures
 from tests.helpers import sample
 
@@ -21,8 +20,7 @@ def test_the_check_sandbox_sees_no_secret_no_model_no_network(gateway_files, lis
     targets = {**{k: str(v) for k, v in gateway_files.items()}, "port": port}
     limits = ConversionLimits()
     command = python_command(limits, ["-c", PYTHON_PROBE, json.dumps(targets)], packages=("checks_app",))
-    argv, env = bwrap.limited(command, rlimits=limits.rlimits(), cgroup=None)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", **env})
+    done = run_sandbox(command, rlimits=limits.rlimits(), timeout=60)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["config"] == found["other"] == found["data"] == "No such file or directory"

@@ -5,7 +5,6 @@ operator opted in."""
 
 import json
 import socket
-import subprocess
 import textwrap
 import threading
 
@@ -13,7 +12,7 @@ import pytest
 
 from models_app.conversion import sandbox
 from models_app.conversion.runner import run_pipeline
-from sandboxing import bwrap
+from sandboxing.probe import run_sandbox
 from tests.helpers import MINIMAL_IFC, sample
 from viewer_gateway.config import SHIPPED_CONVERTER
 
@@ -75,8 +74,7 @@ def test_the_ifcopenshell_stage_sandbox_sees_no_secret_no_model_no_network(gatew
     port, accepted = listener
     targets = {**{k: str(v) for k, v in gateway_files.items()}, "port": port}
     command = sandbox.python_command(sandbox.ConversionLimits(), ["-c", PYTHON_PROBE, json.dumps(targets)])
-    argv, env = bwrap.limited(command, rlimits=sandbox.ConversionLimits().rlimits(), cgroup=None)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin", **env})
+    done = run_sandbox(command, rlimits=sandbox.ConversionLimits().rlimits(), timeout=60)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["config"] == found["other"] == found["data"] == "No such file or directory"
