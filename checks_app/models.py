@@ -71,10 +71,18 @@ class Check(models.Model):
     include_overrides = models.BooleanField(default=False)
     overrides = models.JSONField(null=True, blank=True, help_text="the effective overrides applied, when included")
     cache_key = models.CharField(max_length=64, db_index=True)
+    requester = models.CharField(
+        max_length=128, db_index=True, help_text="whose turn the check takes in the fair queue: the model id (the user, once there are accounts)"
+    )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
     progress_phase = models.CharField(max_length=32, blank=True, default="queued")
     progress_percent = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True, default="")
+    failed_under_limits = models.CharField(
+        max_length=64, blank=True, default="",
+        help_text="a failure the same request would meet again (time limit, memory cap, an IDS pattern the engine cannot run): "
+                  "the limits it failed under; the same request under the same limits is answered by this check",
+    )
     summary = models.JSONField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
     worker = models.CharField(max_length=128, blank=True, default="")

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from checks_app import selectors
@@ -50,6 +52,16 @@ def check_time_limit_seconds() -> float:
 
 def check_memory_limit_mb() -> int:
     return int(os.environ.get("VIEWER_CHECK_MEMORY_MB") or 4096)
+
+
+def _limits_key() -> str:
+    """The limits a check runs under, as kept with a failure the same request would meet again under them."""
+    return f"time={check_time_limit_seconds():g}s memory={check_memory_limit_mb()}MB"
+
+
+def check_requester(model: IfcModel) -> str:
+    """Whose turn a check of the model takes in the fair queue: the model (the user, once there are accounts)."""
+    return model.id
 
 
 def _sha256(data: bytes | str) -> str:
@@ -171,7 +183,8 @@ def check_start(
 ) -> tuple[Check, bool]:
     """Queues a check of the model's version ("current" = the working product, default; or "v<n>") against IDS
     files (names of the model's project's files, or uploaded files). The same model product, IDS contents and names
-    (and overrides, when included) as an existing queued, running or finished check answer that check instead.
+    (and overrides, when included) as an existing queued, running or finished check answer that check instead, and
+    so does a check of them that failed in a way it would fail again under the same limits (time limit, memory cap).
     Returns (check, reused)."""
     from checks_app.tasks import run_check_task
 
@@ -188,15 +201,16 @@ def check_start(
     cache_key = _cache_key(model.id, product_key, ids, overrides)
     with transaction.atomic():
         IfcModel.objects.select_for_update().filter(pk=model.id).first()  # one start at a time per model
-        existing = Check.objects.filter(model=model, cache_key=cache_key, status__in=ACTIVE_STATUSES).order_by("-created_at").first()
+        answers = Q(status__in=ACTIVE_STATUSES) | Q(status=Check.Status.FAILED, failed_under_limits=_limits_key())
+        existing = Check.objects.filter(answers, model=model, cache_key=cache_key).order_by("-created_at").first()
         if existing is not None:
             return existing, True
         check = Check.objects.create(
             model=model, version=version, product_key=product_key, ids=ids, include_overrides=include_overrides,
-            overrides=overrides, cache_key=cache_key,
+            overrides=overrides, cache_key=cache_key, requester=check_requester(model),
         )
         check.documents.set([document for _, document in documents])
-        run_check_task.enqueue(check.id)  # same database, same transaction: both or neither
+        run_check_task.enqueue(check.id)  # its turn; same database, same transaction: both or neither
     _remove_unused_documents()
     return check, False
 
@@ -204,11 +218,26 @@ def check_start(
 # --- running a check (inside a check worker) -------------------------------------------------------------------
 
 
-def _claim(check_id: str) -> Check | None:
+def _fair_order(queued: QuerySet) -> QuerySet:
+    """Queued checks in the order the fair queue takes them: first those whose requester has nothing running, then
+    by how long the requester has waited (since the later of its oldest queued check and the end of its last
+    check), then oldest first. A flood of checks from one requester waits behind each other requester's next check
+    instead of delaying it."""
+    same_requester = Check.objects.filter(requester=OuterRef("requester"))
+    oldest_queued = Subquery(same_requester.filter(status=Check.Status.QUEUED).order_by("created_at").values("created_at")[:1])
+    last_finished = Subquery(same_requester.filter(finished_at__isnull=False).order_by("-finished_at").values("finished_at")[:1])
+    return queued.annotate(
+        requester_busy=Exists(same_requester.filter(status=Check.Status.RUNNING)),
+        requester_waiting_since=Greatest(oldest_queued, Coalesce(last_finished, oldest_queued)),
+    ).order_by("requester_busy", "requester_waiting_since", "created_at")
+
+
+def _claim(candidates: QuerySet) -> Check | None:
+    """Marks the first queued check of candidates running (one no other worker is claiming right now)."""
     with transaction.atomic():
-        check = Check.objects.select_for_update().filter(pk=check_id).first()
-        if check is None or check.status != Check.Status.QUEUED:
-            return None  # deleted meanwhile, or a duplicate task of a check already handled
+        check = candidates.filter(status=Check.Status.QUEUED).select_for_update(skip_locked=True, of=("self",)).first()
+        if check is None:
+            return None  # deleted meanwhile, handled already, or nothing queued
         check.status = Check.Status.RUNNING
         check.worker, check.heartbeat_at, check.started_at = worker_identity(), timezone.now(), timezone.now()
         check.attempts += 1
@@ -253,11 +282,24 @@ def _finish(check_id: str, **fields) -> None:
     Check.objects.filter(pk=check_id).update(finished_at=timezone.now(), worker="", **fields)
 
 
+def check_take_turn() -> str | None:
+    """One turn of the check queue (the check task; one is enqueued per queued check): runs the queued check the fair
+    order puts first, which need not be the check the turn was enqueued for. Returns its id (None: nothing queued)."""
+    check = _claim(_fair_order(Check.objects.all()))
+    if check is not None:
+        _run(check)
+    return check.id if check else None
+
+
 def check_run(check_id: str) -> None:
-    """The check task: fetches the model version, runs the check in a child process, keeps the result."""
-    check = _claim(check_id)
-    if check is None:
-        return
+    """Runs this check now if it is queued."""
+    check = _claim(Check.objects.filter(pk=check_id))
+    if check is not None:
+        _run(check)
+
+
+def _run(check: Check) -> None:
+    """Fetches the model version, runs the check in a child process, keeps the result."""
     on_progress = _progress_writer(check.id)
     work_dir = model_dir(check.model_id) / f".check-{check.id}"
     try:
@@ -270,14 +312,15 @@ def check_run(check_id: str) -> None:
             ifc_path=work_dir / IFC_FILE, job=job, work_dir=work_dir, timeout_seconds=check_time_limit_seconds(),
             limits=check_limits(settings.VIEWER, check_memory_limit_mb()), on_progress=on_progress,
         )
-        if not outcome.ok:
-            _finish(check.id, status=Check.Status.FAILED, error=outcome.error, progress_phase="", progress_percent=0)
-            return
-        result = json.loads((work_dir / RESULT_FILE).read_text(encoding="utf-8"))
-        result["model"] = {"id": check.model_id, "version": check.version}
         fields = {"product_key": product_key}
         if product_key != check.product_key:  # model.ifc changed between the request and the run: say what was checked
             fields["cache_key"] = _cache_key(check.model_id, product_key, check.ids, check.overrides)
+        if not outcome.ok:
+            _finish(check.id, status=Check.Status.FAILED, error=outcome.error, progress_phase="", progress_percent=0,
+                    failed_under_limits=_limits_key() if outcome.repeatable else "", **fields)
+            return
+        result = json.loads((work_dir / RESULT_FILE).read_text(encoding="utf-8"))
+        result["model"] = {"id": check.model_id, "version": check.version}
         _finish(check.id, status=Check.Status.DONE, result=result, summary=result["summary"], error="", progress_phase="done", progress_percent=100, **fields)
     except (ApiError, OSError) as exc:
         message = str(exc.detail) if isinstance(exc, ApiError) else f"the check could not run: {exc}"
@@ -287,26 +330,25 @@ def check_run(check_id: str) -> None:
     logger.info("IDS check %s of %s finished", check.id, check.model_id)
 
 
-def _checks_with_waiting_tasks() -> set[str]:
+def _waiting_turns() -> list[str]:
+    """The check ids the waiting turns of the queue were enqueued for (one entry per turn)."""
     from django_tasks_db.models import DBTaskResult
 
     from checks_app.tasks import run_check_task
 
     waiting = DBTaskResult.objects.ready().filter(task_path=run_check_task.module_path).values_list("args_kwargs", flat=True)
-    return {check_id for args_kwargs in waiting for check_id in args_kwargs.get("args") or []}
+    return [check_id for args_kwargs in waiting for check_id in args_kwargs.get("args") or []]
 
 
 def recover_interrupted_checks() -> list[str]:
-    """Checks whose worker died mid-run are queued again (at most MAX_ATTEMPTS runs, then failed); queued checks
-    whose task was lost are enqueued again. Returns the check ids re-queued."""
+    """Checks whose worker died mid-run are queued again (at most MAX_ATTEMPTS runs, then failed), with a turn each;
+    when the queue holds fewer turns than queued checks (tasks lost), turns are added for queued checks that have
+    none named after them. A turn too many is harmless: it finds nothing queued. Returns the check ids given a turn."""
     from checks_app.tasks import run_check_task
 
     recovered = []
-    waiting = _checks_with_waiting_tasks()
-    for check in Check.objects.filter(status__in=(Check.Status.QUEUED, Check.Status.RUNNING)).only("id", "model_id", "status", "worker", "heartbeat_at", "attempts"):
-        if check.status == Check.Status.RUNNING and worker_alive(check.worker, check.heartbeat_at):
-            continue
-        if check.status == Check.Status.QUEUED and check.id in waiting:
+    for check in Check.objects.filter(status=Check.Status.RUNNING).only("id", "model_id", "status", "worker", "heartbeat_at", "attempts"):
+        if worker_alive(check.worker, check.heartbeat_at):
             continue
         with transaction.atomic():
             still = Check.objects.filter(pk=check.pk, status=check.status, worker=check.worker)
@@ -317,6 +359,12 @@ def recover_interrupted_checks() -> list[str]:
                 run_check_task.enqueue(check.id)
                 recovered.append(check.id)
         shutil.rmtree(model_dir(check.model_id) / f".check-{check.id}", ignore_errors=True)
+    turns = _waiting_turns()
+    queued = list(Check.objects.filter(status=Check.Status.QUEUED).order_by("created_at").values_list("id", flat=True))
+    named = set(turns)
+    for check_id in [check_id for check_id in queued if check_id not in named][:max(len(queued) - len(turns), 0)]:
+        run_check_task.enqueue(check_id)
+        recovered.append(check_id)
     for check_id in recovered:
         logger.warning("re-queued interrupted IDS check %s", check_id)
     return recovered

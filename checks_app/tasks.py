@@ -7,4 +7,6 @@ CHECK_QUEUE = "checks"
 
 @task(queue_name=CHECK_QUEUE)
 def run_check_task(check_id: str) -> None:
-    services.check_run(check_id)
+    """A turn of the check queue, enqueued with (and named after) check_id: runs whichever queued check is fairest
+    next (services.check_take_turn)."""
+    services.check_take_turn()

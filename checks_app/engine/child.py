@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 MEMORY_EXIT_CODE = 3
+UNRUNNABLE_IDS_EXIT_CODE = 4  # an IDS stored before its patterns were checked at upload holds one RE2 cannot run
 
 
 def report(phase: str, percent: float) -> None:
@@ -46,6 +47,7 @@ def run(args) -> int:
 
     from checks_app.engine.ids_engine import IdsSource, check_model
     from checks_app.engine.overrides import apply_overrides
+    from checks_app.engine.xsd_patterns import PatternUnsupported
 
     job = json.loads(args.job.read_text(encoding="utf-8"))
     sources = [IdsSource(item["name"], item["content"]) for item in job["ids"]]
@@ -60,7 +62,11 @@ def run(args) -> int:
         report("overrides", 15)
         overrides = {"included": True, **apply_overrides(ifc, job["overrides"])}
     report("checking", 20)
-    result = check_model(ifc, sources, on_progress=lambda done, total: report("checking", 20 + 75 * done / max(total, 1)))
+    try:
+        result = check_model(ifc, sources, on_progress=lambda done, total: report("checking", 20 + 75 * done / max(total, 1)))
+    except PatternUnsupported as exc:
+        sys.stderr.write(f"the IDS cannot be checked: {exc}\n")
+        return UNRUNNABLE_IDS_EXIT_CODE
     result["overrides"] = overrides or {"included": False}
     with open(args.out, "w", encoding="utf-8") as handle:
         json.dump(result, handle, ensure_ascii=False, separators=(",", ":"))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from checks_app.engine.child import MEMORY_EXIT_CODE, UNRUNNABLE_IDS_EXIT_CODE
 from models_app.conversion.sandbox import ConversionLimits, python_command
 from sandboxing import bwrap, seccomp
 from sandboxing.probe import IsolationUnavailable, isolation_problem
@@ -26,6 +27,9 @@ JOB_FILE = "job.json"
 class CheckOutcome:
     ok: bool
     error: str = ""
+    # The same input under the same limits would fail the same way: the time limit, the memory cap, an IDS pattern
+    # the engine cannot run (not: a refused sandbox, an unreadable IFC, a crash).
+    repeatable: bool = False
 
 
 def _open_read(path: Path) -> int:
@@ -68,7 +72,7 @@ def run_check_process(
         code = stage.finish(time.monotonic() + timeout_seconds, lambda line: _relay(line, on_progress), cgroup)
         return _outcome(code, stage, cgroup, limits, work_dir)
     except StageTimeout:
-        return CheckOutcome(False, f"the check exceeded the time limit of {timeout_seconds:g} s and was stopped")
+        return CheckOutcome(False, f"the check exceeded the time limit of {timeout_seconds:g} s and was stopped", repeatable=True)
     except OSError as exc:
         return CheckOutcome(False, f"the check could not start: {exc.strerror or exc}")
     finally:
@@ -81,8 +85,9 @@ def _outcome(code: int, stage: ConfinedProcess, cgroup, limits: ConversionLimits
         return CheckOutcome(False, "check refused: isolation unavailable: the check could not join its cgroup")
     if code != 0:
         if cgroup is not None and cgroup.oom_killed():
-            return CheckOutcome(False, f"the check exceeded its memory cap of {limits.memory_mb} MB (VIEWER_CHECK_MEMORY_MB) and was stopped")
-        return CheckOutcome(False, stage.output.error("the check", code)[-ERROR_TAIL_BYTES:])
+            return CheckOutcome(False, f"the check exceeded its memory cap of {limits.memory_mb} MB (VIEWER_CHECK_MEMORY_MB) and was stopped", repeatable=True)
+        return CheckOutcome(False, stage.output.error("the check", code)[-ERROR_TAIL_BYTES:],
+                            repeatable=code in (MEMORY_EXIT_CODE, UNRUNNABLE_IDS_EXIT_CODE))
     if (work_dir / RESULT_FILE).stat().st_size == 0:
         return CheckOutcome(False, "the check process wrote no result")
     return CheckOutcome(True)
