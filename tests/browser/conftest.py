@@ -68,7 +68,9 @@ class Page:
 
 @pytest.fixture
 def page(browser, request):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    # Playwright's wait_for_function evaluates its predicate with eval(), which the gateway's CSP forbids; the policy
+    # itself is tested in test_content_security_policy.py, on pages that do not bypass it.
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
     wrapped = Page(context.new_page(), request.node.name)
     yield wrapped
     context.close()
