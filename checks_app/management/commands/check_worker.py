@@ -7,7 +7,7 @@ from models_app.queue_worker import QueueWorkerCommand
 
 
 class Command(QueueWorkerCommand):
-    help = "Runs one IDS check worker (queue 'checks', one check at a time, first come first served); resumes checks interrupted by a crash."
+    help = "Runs one IDS check worker (queue 'checks', one check at a time, taken in fair turns across requesters); resumes checks interrupted by a crash."
     queue_name = CHECK_QUEUE
     what = "IDS checks"
 
