@@ -201,7 +201,8 @@ def test_a_foreign_host_header_is_refused(hardened):
 def test_an_oversized_body_is_refused_before_it_is_read(hardened):
     port = int(hardened.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(f"PUT /models/{MODEL_ID}/script HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 900000000\r\n\r\n".encode())
+        secret = "".join(f"{name}: {value}\r\n" for name, value in hardened.secret_headers.items())
+        sock.sendall(f"PUT /models/{MODEL_ID}/script HTTP/1.1\r\nHost: 127.0.0.1\r\n{secret}Content-Type: application/json\r\nContent-Length: 900000000\r\n\r\n".encode())
         answer = sock.recv(4096).decode()
     assert answer.startswith("HTTP/1.1 413") and "limit" in answer
 
