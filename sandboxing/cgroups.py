@@ -136,9 +136,9 @@ class RunCgroup:
             _in_use.difference_update(names)
 
 
-def _make(parent: Path, name: str, limits: dict[str, str], optional: dict[str, str] | None = None) -> Path:
-    """A child cgroup `name` of `parent` with the limits written; raises CgroupUnavailable naming what failed."""
-    directory = parent / name
+def _make(parent: Path, run_name: str, limits: dict[str, str], optional: dict[str, str] | None = None) -> Path:
+    """A child cgroup `run_name` of `parent` with the limits written; raises CgroupUnavailable naming what failed."""
+    directory = parent / run_name
     try:
         directory.mkdir()
     except OSError as exc:

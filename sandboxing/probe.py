@@ -75,7 +75,7 @@ def run_sandbox(sandbox: list[str], *, rlimits: dict[str, int], timeout: float) 
     try:
         argv, chain_env = bwrap_command.limited(sandbox, rlimits=rlimits, cgroup=None, seccomp_fd=filter_fd)
         return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, pass_fds=(filter_fd,),
-                              timeout=timeout, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env})
+                              timeout=timeout, check=False, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env})
     finally:
         os.close(filter_fd)
 

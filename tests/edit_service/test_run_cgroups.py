@@ -14,7 +14,6 @@ import psutil
 import pytest
 
 from sandboxing import cgroups
-from tests.helpers import poll
 
 ROOT = Path(__file__).resolve().parents[2]
 # an owner process: makes a run cgroup, starts a sandboxed `sleep` in it (the services' exec chain and filter), prints
@@ -84,7 +83,7 @@ def test_the_next_run_in_a_service_that_kept_running_removes_it(owner):
 
 
 def test_a_living_owners_run_cgroup_is_left_alone(owner):
-    process, folders = owner
+    _, folders = owner
     cgroups.remove_stale()
     cgroups.create(8, 64 * 1024 * 1024).remove()
     assert all(folder.is_dir() for folder in folders) and len(cgroups.RunCgroup(list(folders)).pids()) >= 2
