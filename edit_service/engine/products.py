@@ -15,11 +15,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from edit_service.engine import scripts, semantic_diff
+from edit_service.engine import analysis, scripts, semantic_diff
 from edit_service.engine.errors import RunFailed
 from edit_service.engine.kinds import IFC, ModelKind
 from edit_service.engine.sandbox import Sandbox
-from edit_service.engine.script_map import build_map
 from edit_service.engine.store import ModelFiles, place_file, read_json, write_json_atomic
 
 logger = logging.getLogger(__name__)
@@ -53,11 +52,11 @@ def run_folder(files: ModelFiles):
 def build_product(sandbox: Sandbox, script: str, folder: Path, kind: ModelKind = IFC, resolve_inputs=None) -> Product:
     """Contract check, build in the sandbox, validation and snapshot in a second sandbox run; raises RunFailed.
     resolve_inputs(params) names further input files of the run (see Editor.script_inputs)."""
-    params = scripts.check_contract(script)
+    params = analysis.check_contract(script)
     inputs = resolve_inputs(params) if resolve_inputs else None
     product, recorded, seconds = sandbox.build(script, params, folder, kind, inputs)
     snapshot, extras = sandbox.inspect_with_outputs(folder, product, kind=kind)
-    return Product(script, scripts.script_hash(script), product, snapshot, build_map(script, recorded), seconds, extras)
+    return Product(script, scripts.script_hash(script), product, snapshot, analysis.build_map(script, recorded), seconds, extras)
 
 
 def _regular_file(path: Path) -> None:

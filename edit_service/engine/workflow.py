@@ -14,8 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from core.host_paths import host_prefixes, neutral_paths
-from edit_service.engine import history, products, scripts, semantic_diff
-from edit_service.engine.call_rewrite import rewrite_call_argument
+from edit_service.engine import analysis, history, products, scripts, semantic_diff
 from edit_service.engine.errors import Conflict, Invalid, NotFound, RunFailed
 from edit_service.engine.kinds import DXF, IFC, ModelKind, project_of
 from edit_service.engine.products import Product, build_product, counts_since, publish_product, run_folder
@@ -86,7 +85,7 @@ class Editor:
         script, _ = self.current_script()
         if script is None:
             raise Invalid("the model has no build script yet")
-        return scripts.read_params(script)
+        return analysis.read_params(script)
 
     def version_list(self) -> dict:
         self.files.require()
@@ -100,12 +99,12 @@ class Editor:
         result = []
         for meta in self.versions.listing():
             script = self.versions.script(meta["version"])
-            result.append({**{k: v for k, v in meta.items() if k != "requestId"}, "lines": len(script.splitlines()), "params": scripts.read_params(script)})
+            result.append({**{k: v for k, v in meta.items() if k != "requestId"}, "lines": len(script.splitlines()), "params": analysis.read_params(script)})
         return result
 
     def script_diff(self, base: str, target: str) -> dict:
         self.files.require()
-        diff = scripts.script_diff(self.versions.script(base), self.versions.script(target), base, target)
+        diff = analysis.script_diff(self.versions.script(base), self.versions.script(target), base, target)
         return {"base": base, "target": target, **diff}
 
     def staging_diff(self, start: int | None, end: int | None) -> dict:
@@ -113,7 +112,7 @@ class Editor:
         staging = self._staging()
         start, end = staging.pair(start, end)
         old, new = staging.states[start]["script"], staging.states[end]["script"]
-        return {"from": start, "to": end, **scripts.script_diff(old, new, f"step {start}", f"step {end}")}
+        return {"from": start, "to": end, **analysis.script_diff(old, new, f"step {start}", f"step {end}")}
 
     # --- staging -----------------------------------------------------------------------------------------------
 
@@ -126,10 +125,10 @@ class Editor:
             if params is not None:
                 if current is None:
                     raise Invalid("the model has no build script whose PARAMS could be rewritten; stage a script first")
-                new_script, kind = scripts.rewrite_params(current, params), "params"
+                new_script, kind = analysis.rewrite_params(current, params), "params"
             else:
                 new_script, kind = script, "edit"
-            scripts.check_contract(new_script)
+            analysis.check_contract(new_script)
             self._push(new_script, note=note, kind=kind)
         return self.script_state()
 
@@ -354,7 +353,7 @@ class Editor:
                 raise Invalid(f"design key {design_key!r} is not in the script map")
             if site["origin"] == "traced":
                 raise Invalid(f"{design_key!r} comes from a traced call site (computed key, loop or helper) at line {site['line']}; edit the script instead")
-            new_script = rewrite_call_argument(script, site["line"], site["col"], argument, value)
+            new_script = analysis.rewrite_call_argument(script, site["line"], site["col"], argument, value)
             previous = products.current_snapshot(self.files)
             with run_folder(self.files) as folder:
                 product = build_product(self.sandbox, new_script, folder, self.files.kind, self.script_inputs)
