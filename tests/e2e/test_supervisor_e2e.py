@@ -37,22 +37,23 @@ class Run:
     def log(self) -> str:
         return (self.data_dir / "make.log").read_text(errors="replace")
 
+    def log_while_running(self) -> str:
+        assert self.make.poll() is None, f"make run exited early:\n{self.log[-3000:]}"
+        return self.log
+
     def supervisor_lines(self) -> str:
         """supervisord's own lines of the output (spawned, exited, gave up), for failure messages."""
         return "\n".join(line for line in self.log.splitlines() if " | " not in line)
 
-    def supervisord(self) -> psutil.Process:
-        (supervisord,) = psutil.Process(self.make.pid).children()
-        return supervisord
-
     def pids(self, kind: str) -> list[int]:
-        """Pids of the running processes of one kind, as supervisord's children."""
+        """Pids of the running processes of one kind: the topmost of make's descendants with that command line (not
+        the sandboxes they start)."""
         found = []
-        for child in self.supervisord().children():
+        for process in psutil.Process(self.make.pid).children(recursive=True):
             try:
-                if KINDS[kind] in " ".join(child.cmdline()):
-                    found.append(child.pid)
-            except (psutil.NoSuchProcess, psutil.ZombieProcess):
+                if KINDS[kind] in " ".join(process.cmdline()) and KINDS[kind] not in " ".join(process.parent().cmdline()):
+                    found.append(process.pid)
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, AttributeError):  # ended meanwhile (no parent any more)
                 continue
         return found
 
@@ -82,7 +83,7 @@ def start_make_run(data_dir: Path, edit_port: int | None = None) -> Run:
 
 def wait_answering(run: Run, path: str = "/api/v1/models") -> dict:
     def answer():
-        assert run.make.poll() is None, f"make run exited early:\n{run.log[-3000:]}"
+        run.log_while_running()
         return run.answers(path)
 
     return poll(answer, lambda body: body is not None and body.get("code") == 0, timeout=240, interval=0.3)
@@ -195,7 +196,7 @@ def test_a_process_that_keeps_dying_is_given_up_loudly_and_ctrl_c_stops_all(tmp_
         taken.listen()
         running = start_make_run(tmp_path / "d", edit_port=taken.getsockname()[1])
         try:
-            poll(lambda: running.log, lambda log: "GAVE UP on edit" in log, timeout=240, interval=0.5)
+            poll(running.log_while_running, lambda log: "GAVE UP on edit" in log, timeout=240, interval=0.5)
             assert wait_answering(running)["code"] == 0  # the others keep running
             assert running.pids("gateway") and running.pids("worker") and running.pids("checks")
             assert running.pids("edit") == []
