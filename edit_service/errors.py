@@ -36,7 +36,8 @@ def validation_items(detail, loc=("body",), data=None) -> list[dict]:
 def detail_exception_handler(exc, context):
     if isinstance(exc, EngineError):
         # a failed run's detail ends with its stderr: tracebacks naming the host's checkout and virtualenv
-        return Response({"detail": neutral_paths_in(exc.detail, host_prefixes(settings.DATA_DIR))}, status=exc.status)
+        return Response({"detail": neutral_paths_in(exc.detail, host_prefixes(settings.DATA_DIR))}, status=exc.status,
+                        headers=getattr(exc, "headers", None))
     if isinstance(exc, exceptions.ValidationError):
         request = context.get("request")
         data = getattr(request, "data", None) if request is not None else None

@@ -29,3 +29,14 @@ class RunFailed(EngineError):
 
 class SandboxUnavailable(EngineError):
     status = 503
+
+
+class SandboxBusy(EngineError):
+    """Every run slot is taken and the wait queue is full (overall or for this requester): retry after N s."""
+
+    status = 503
+
+    def __init__(self, detail: str, retry_after: int):
+        super().__init__(detail)
+        self.retry_after = retry_after
+        self.headers = {"Retry-After": str(retry_after)}

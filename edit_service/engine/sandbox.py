@@ -8,11 +8,16 @@ unavailable") unless EDIT_SANDBOX_ALLOW_NO_CGROUP=1, which runs them with RLIMIT
 CPU, FSIZE, NOFILE; a wall-time limit, then the whole tree is killed; at most N runs at once per process. The exact
 sandbox is probed; when it cannot start, runs are refused (SandboxUnavailable), never run unsandboxed. A run can be
 cancelled from any process on the same data directory (its pid is recorded in the run folder).
+
+Waiting for a slot: a bounded queue, served round robin between requesters (the model today; (user, model) once
+there are accounts), so one requester's many queued runs cannot keep another's run waiting for all of them; a run
+that finds the queue full (overall, or for its requester) is refused at once with SandboxBusy (503 + Retry-After).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -22,12 +27,14 @@ import sys
 import threading
 import time
 import uuid
+from collections import OrderedDict, deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import psutil
 
-from edit_service.engine.errors import RunFailed, SandboxUnavailable
+from edit_service.engine.errors import RunFailed, SandboxBusy, SandboxUnavailable
 from edit_service.engine.kinds import IFC, ModelKind
 from sandboxing import bwrap, seccomp
 from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
@@ -56,6 +63,8 @@ class SandboxLimits:
     tmp_mb: int = 256
     output_mb: int = 1024  # the working directory's size, and the most a run may send back
     concurrent_runs: int = 4
+    queued_runs: int = 16  # runs waiting for a slot, all requesters together
+    queued_runs_per_requester: int = 4
     shm_mb: int = 64  # /dev/shm, well below memory_mb
     cgroup_root: str = str(DEFAULT_ROOT)
     allow_no_cgroup: bool = False
@@ -77,6 +86,8 @@ class SandboxLimits:
             tmp_mb=number("EDIT_SANDBOX_TMP_MB", 256),
             output_mb=number("EDIT_SANDBOX_OUTPUT_MB", 1024),
             concurrent_runs=number("EDIT_SANDBOX_CONCURRENT_RUNS", 4),
+            queued_runs=number("EDIT_SANDBOX_QUEUED_RUNS", 16),
+            queued_runs_per_requester=number("EDIT_SANDBOX_QUEUED_RUNS_PER_REQUESTER", 4),
             shm_mb=number("EDIT_SANDBOX_SHM_MB", 64),
             cgroup_root=environ.get("EDIT_SANDBOX_CGROUP_ROOT") or str(DEFAULT_ROOT),
             allow_no_cgroup=environ.get(ALLOW_NO_CGROUP, "").strip().lower() in ("1", "true", "yes"),
@@ -154,17 +165,89 @@ def cancel_runs(runs_dir: Path) -> int:
     return cancelled
 
 
+class _Turn:
+    __slots__ = ("granted",)
+
+    def __init__(self):
+        self.granted = False
+
+
+class FairSlots:
+    """`slots` runs at once; the others wait in a bounded queue. A freed slot goes to the requester that has waited
+    longest for a turn (round robin across requesters with waiting runs), each requester's runs in arrival order."""
+
+    RECENT_RUNS = 20
+
+    def __init__(self, slots: int, queued: int, queued_per_requester: int, typical_seconds: float):
+        self.free, self.slots = slots, slots
+        self.queued, self.queued_per_requester = queued, queued_per_requester
+        self._changed = threading.Condition()
+        self._waiting: OrderedDict[str, deque[_Turn]] = OrderedDict()
+        self._durations: deque[float] = deque([typical_seconds], maxlen=self.RECENT_RUNS)
+
+    @contextmanager
+    def slot(self, requester: str):
+        self._take(requester)
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self._hand_on(time.monotonic() - started)
+
+    def waiting(self, requester: str | None = None) -> int:
+        with self._changed:
+            return sum(len(turns) for key, turns in self._waiting.items() if requester in (None, key))
+
+    def _take(self, requester: str) -> None:
+        with self._changed:
+            if self.free:
+                self.free -= 1
+                return
+            queued = sum(len(turns) for turns in self._waiting.values())
+            mine = len(self._waiting.get(requester, ()))
+            if queued >= self.queued or mine >= self.queued_per_requester:
+                retry_after = max(1, math.ceil(sum(self._durations) / len(self._durations) * (queued + 1) / self.slots))
+                whose = f"{queued} runs are waiting (at most {self.queued})" if queued >= self.queued else \
+                    f"this model has {mine} runs waiting (at most {self.queued_per_requester})"
+                raise SandboxBusy(f"the sandbox is busy: {whose}; retry after {retry_after} s", retry_after)
+            turn = _Turn()
+            self._waiting.setdefault(requester, deque()).append(turn)
+            while not turn.granted:
+                self._changed.wait()
+
+    def _hand_on(self, seconds: float) -> None:
+        with self._changed:
+            self._durations.append(seconds)
+            if not self._waiting:
+                self.free += 1
+                return
+            requester, turns = self._waiting.popitem(last=False)
+            turns.popleft().granted = True
+            if turns:
+                self._waiting[requester] = turns  # to the back: the next slot goes to another requester
+            self._changed.notify_all()
+
+
 class Sandbox:
     _probes = ProbeCache()
     _slot_lock = threading.Lock()
-    _slots: dict[int, threading.BoundedSemaphore] = {}
+    _slots: dict[tuple, FairSlots] = {}
 
-    def __init__(self, limits: SandboxLimits):
+    def __init__(self, limits: SandboxLimits, requester: str = ""):
         self.limits = limits
+        self.requester = requester  # whose runs these are, for the fair share of the slots
 
-    def _slot(self) -> threading.BoundedSemaphore:
+    def for_requester(self, requester: str) -> "Sandbox":
+        return Sandbox(self.limits, requester)
+
+    def slots(self) -> FairSlots:
+        """The slots of this process for these limits (shared by every Sandbox with the same bounds)."""
+        limits = self.limits
+        key = (limits.concurrent_runs, limits.queued_runs, limits.queued_runs_per_requester)
         with self._slot_lock:
-            return self._slots.setdefault(self.limits.concurrent_runs, threading.BoundedSemaphore(self.limits.concurrent_runs))
+            if key not in self._slots:
+                self._slots[key] = FairSlots(*key, typical_seconds=min(limits.wall_seconds, 10))
+            return self._slots[key]
 
     def _command(self, argv: list[str], inputs: dict[str, Path], outputs_fd: int, cgroup: RunCgroup | None,
                  seccomp_fd: int) -> tuple[list[str], dict[str, str]]:
@@ -192,7 +275,7 @@ class Sandbox:
         """Runs `python argv... --outputs-fd N` in the sandbox with inputs bound read-only under /sandbox/in;
         the named outputs come back into run_dir (host-made files). Kills the tree at the wall-time limit."""
         self.ensure_available()
-        with self._slot():
+        with self.slots().slot(self.requester):
             return self._execute(run_dir, argv, inputs, outputs)
 
     def _run_cgroup(self) -> RunCgroup | None:

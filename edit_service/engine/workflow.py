@@ -48,7 +48,8 @@ class Editor:
     def __init__(self, data_dir: Path, sandbox: Sandbox, model_id: str, lock_timeout: float = 30):
         self.data_dir = Path(data_dir)
         self.files = ModelFiles(data_dir, model_id, lock_timeout=lock_timeout)
-        self.sandbox = sandbox
+        # runs share the sandbox's slots fairly by requester: the model's, unless the caller named one
+        self.sandbox = sandbox if sandbox.requester else sandbox.for_requester(model_id)
         self.versions = Versions(self.files)
 
     # --- reads -------------------------------------------------------------------------------------------------
