@@ -11,12 +11,12 @@ import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "viewer_gateway.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
+from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from chat_app.lifecycle import bind_server_loop  # noqa: E402
-from viewer_gateway.edge import route_name, trusted_scope  # noqa: E402
+from chat_app.lifecycle import bind_server_loop
+from viewer_gateway.edge import route_name, trusted_scope
 
 EVENT_STREAM_ROUTES = frozenset({"chat-events"})
 

@@ -183,7 +183,7 @@ class TokenFailures:
     def count(self) -> int:
         try:
             return cache.get(self.key, 0)
-        except Exception:  # noqa: BLE001 - the cache (Redis) being down must not take the API with it
+        except Exception:  # the cache (Redis) being down must not take the API with it
             logger.warning("token failure counts unavailable; not throttling", exc_info=True)
             return 0
 
@@ -193,7 +193,7 @@ class TokenFailures:
             cache.incr(self.key)
         except ValueError:  # the key expired between add and incr: this failure opens the next window
             cache.add(self.key, 1, timeout=self.window + 1)
-        except Exception:  # noqa: BLE001
+        except Exception:
             logger.warning("token failure not counted", exc_info=True)
 
 

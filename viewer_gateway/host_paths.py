@@ -50,7 +50,7 @@ def neutral_paths(text: str) -> str:
 
 def neutral_paths_in_json(body: bytes) -> bytes:
     """neutral_paths() on a JSON document's bytes (paths are ASCII and JSON leaves '/' unescaped)."""
-    pattern, prefixes = _pattern()
+    _, prefixes = _pattern()
     if not any(prefix.encode() in body for prefix in prefixes):
         return body
     return neutral_paths(body.decode("utf-8")).encode("utf-8")
