@@ -1,9 +1,11 @@
-"""`make run` as a user runs it: everything starts in the foreground, honours VIEWER_CONFIG / VIEWER_DATA_DIR /
-EDIT_SERVICE_PORT (so a second instance runs beside the first), and SIGTERM stops every process."""
+"""`make run` as a user runs it: everything starts in the foreground (under supervisord), honours VIEWER_CONFIG /
+VIEWER_DATA_DIR / EDIT_SERVICE_PORT (so a second instance runs beside the first), and SIGTERM stops every process.
+Restarts of dead processes: test_supervisor_e2e.py."""
 
 import json
 import os
 import signal
+import stat
 import subprocess
 import time
 
@@ -27,7 +29,7 @@ def start_instance(tmp_path, name):
     config.write_text(json.dumps({"port": port, "dataDir": str(data_dir)}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_", "EDIT_", "MAKE"))}
     env.update(VIEWER_CONFIG=str(config), VIEWER_DATA_DIR=str(data_dir), EDIT_SERVICE_PORT=str(edit_port))
-    log = open(data_dir / "make.log", "wb")
+    log = open(data_dir / "make.log", "ab")  # appended to: supervisord writes its children's output through /dev/stdout
     process = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return process, port, edit_port, data_dir
 
@@ -51,6 +53,9 @@ def test_two_instances_side_by_side_and_sigterm_stops_everything(tmp_path):
             assert wait_up(f"http://127.0.0.1:{port}/api/v1/models", process).json()["code"] == 0
             assert wait_up(f"http://127.0.0.1:{edit_port}/health", process).json() == {"status": "ok"}
             assert (data_dir / "viewer.sqlite3").exists()
+            # supervisord's control socket: only in the data directory's run/ folder, owner only
+            for path in (data_dir / "run", data_dir / "run" / "supervisor.sock"):
+                assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
         # the edit service of each instance sees that instance's data directory
         process, port, edit_port, data_dir = first
         upload = requests.post(f"http://127.0.0.1:{port}/api/v1/models", files={"file": ("t.ifc", MINIMAL_IFC)}).json()
