@@ -4,10 +4,11 @@ calls carry author "agent" and provenance AI. A drawing source in PARAMS must be
 
 from __future__ import annotations
 
-import ast
+from functools import cache
 
 from chat_app.agent.scope import check_drawing_source
-from chat_app.agent.tools import ToolCall, ToolResult, agent_tool, call_service, json_output
+from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
+from core.script_analysis import AnalysisLimits, AnalysisPool, ScriptAnalysisError
 from models_app import script_services
 from models_app.models import IfcModel
 from models_app.script_services import PROXY_ROUTES
@@ -48,19 +49,19 @@ def _params_summary(params: dict) -> str:
     return "; ".join(parts) or "none"
 
 
+@cache
+def _analysis() -> AnalysisPool:
+    return AnalysisPool(AnalysisLimits.from_environment(), ("core.script_analysis",))
+
+
 def _script_params(script: str):
-    """The literal PARAMS of a script (None when it has none the way the contract wants it)."""
+    """The literal PARAMS of a script (None when it has none the way the contract wants it), read in a capped child
+    (core.script_analysis): a user's script is never parsed in the gateway process."""
     try:
-        module = ast.parse(script)
-    except SyntaxError:
-        return None  # the edit service says what is wrong with it
-    for node in module.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PARAMS" for t in node.targets):
-            try:
-                return ast.literal_eval(node.value)
-            except ValueError:
-                return None
-    return None
+        _analysis().limits.check_size(script)
+        return _analysis().call("core.script_analysis:literal_params", script)
+    except ScriptAnalysisError as exc:
+        raise ToolError(str(exc.detail)) from None
 
 
 @agent_tool("get_script", "The build script (staged state, else the last saved version) with line numbers.", takes_model=True)
