@@ -54,7 +54,7 @@ class AnalysisLimits:
     workers: int = 2
 
     @classmethod
-    def from_environment(cls, environ=os.environ) -> "AnalysisLimits":
+    def from_environment(cls, environ=os.environ) -> AnalysisLimits:
         def number(name, default, kind=int):
             raw = environ.get(name)
             return kind(raw) if raw else default

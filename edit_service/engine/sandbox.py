@@ -237,7 +237,7 @@ class Sandbox:
         self.limits = limits
         self.requester = requester  # whose runs these are, for the fair share of the slots
 
-    def for_requester(self, requester: str) -> "Sandbox":
+    def for_requester(self, requester: str) -> Sandbox:
         return Sandbox(self.limits, requester)
 
     def slots(self) -> FairSlots:
