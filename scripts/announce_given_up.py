@@ -18,7 +18,7 @@ def announcement(processname: str, groupname: str) -> str:
 
 def main() -> None:
     while True:
-        headers, payload = childutils.listener.wait(sys.stdin, sys.stdout)
+        _, payload = childutils.listener.wait(sys.stdin, sys.stdout)
         process, _ = childutils.eventdata(payload + "\n")
         sys.stderr.write(announcement(process["processname"], process["groupname"]))
         sys.stderr.flush()

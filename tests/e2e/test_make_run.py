@@ -29,8 +29,9 @@ def start_instance(tmp_path, name):
     config.write_text(json.dumps({"port": port, "dataDir": str(data_dir)}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_", "EDIT_", "MAKE"))}
     env.update(VIEWER_CONFIG=str(config), VIEWER_DATA_DIR=str(data_dir), EDIT_SERVICE_PORT=str(edit_port))
-    log = open(data_dir / "make.log", "ab")  # appended to: supervisord writes its children's output through /dev/stdout
-    process = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # appended to: supervisord writes its children's output through /dev/stdout, a second descriptor of the file
+    with open(data_dir / "make.log", "ab") as log:
+        process = subprocess.Popen(["make", "run"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return process, port, edit_port, data_dir
 
 
@@ -72,7 +73,7 @@ def test_two_instances_side_by_side_and_sigterm_stops_everything(tmp_path):
             children = psutil.Process(process.pid).children(recursive=True)
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
-            gone, alive = psutil.wait_procs(children, timeout=30)
+            _, alive = psutil.wait_procs(children, timeout=30)
             survivors += alive
             for leftover in alive:
                 leftover.kill()
