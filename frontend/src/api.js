@@ -9,6 +9,14 @@ export class ApiError extends Error {
   }
 }
 
+const RETRY_DELAYS_MS = [500, 2000];
+
+// crypto.getRandomValues, not randomUUID: the page may be served over plain http on a LAN address (no secure context)
+function idempotencyKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return `web-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
 export class Api {
   constructor(askToken) {
     this.askToken = askToken; // () => Promise<string>: shows the token dialog
@@ -29,16 +37,16 @@ export class Api {
     return response;
   }
 
-  async call(method, path, { json, form, body, contentType } = {}) {
-    const options = { method };
+  async call(method, path, { json, form, body, contentType, headers = {} } = {}) {
+    const options = { method, headers };
     if (json !== undefined) {
       options.body = JSON.stringify(json);
-      options.headers = { "Content-Type": "application/json" };
+      options.headers = { ...headers, "Content-Type": "application/json" };
     } else if (form) {
       options.body = form;
     } else if (body !== undefined) {
       options.body = body;
-      options.headers = { "Content-Type": contentType };
+      options.headers = { ...headers, "Content-Type": contentType };
     }
     const response = await this.fetch(`/api/v1${path}`, options);
     let answer;
@@ -63,6 +71,22 @@ export class Api {
 
   async blob(path) {
     return (await this.file(`/api/v1${path}`)).blob();
+  }
+
+  // A call whose repetition must not repeat its effect (a script save): one Idempotency-Key per user action, sent
+  // again on each retry after a network error or an unreachable edit service (50200), so the gateway answers the
+  // first attempt's result (and writes its change-log entries once) instead of saving twice.
+  async once(method, path, json, { attempts = RETRY_DELAYS_MS.length + 1 } = {}) {
+    const headers = { "Idempotency-Key": idempotencyKey() };
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.call(method, path, { json, headers });
+      } catch (error) {
+        const retryable = error instanceof TypeError || (error instanceof ApiError && error.code === 50200);
+        if (!retryable || attempt + 1 >= attempts) throw error;
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAYS_MS[attempt] ?? RETRY_DELAYS_MS.at(-1)));
+      }
+    }
   }
 
   get(path) { return this.call("GET", path); }

@@ -42,7 +42,9 @@ export class ScriptPanel {
   }
 
   api(method, tail, body) {
-    return this.app.api.call(method, `/models/${this.app.model.id}/${tail}`, body === undefined ? {} : { json: body });
+    const path = `/models/${this.app.model.id}/${tail}`;
+    if (tail === "script/save") return this.app.api.once(method, path, body);  // retried with its Idempotency-Key
+    return this.app.api.call(method, path, body === undefined ? {} : { json: body });
   }
 
   // --- layout, built once ---------------------------------------------------------------------------------
