@@ -218,6 +218,8 @@ SPECTACULAR_SETTINGS = {
         "ModelStatusEnum": "models_app.models.IfcModel.Status",
         "IssueStatusEnum": "issues_app.models.Issue.Status",
         "CheckStatusEnum": "checks_app.models.Check.Status",
+        "TrashItemKindEnum": "models_app.models.Deletion.Kind",
+        "ProjectKindEnum": "models_app.models.Project.Kind",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
