@@ -212,20 +212,32 @@ class FairSlots:
                 raise SandboxBusy(f"the sandbox is busy: {whose}; retry after {retry_after} s", retry_after)
             turn = _Turn()
             self._waiting.setdefault(requester, deque()).append(turn)
-            while not turn.granted:
-                self._changed.wait()
+            try:
+                while not turn.granted:
+                    self._changed.wait()
+            except BaseException:  # the waiting thread is interrupted: its turn, or the slot it got, goes on
+                if turn.granted:
+                    self._hand_on_locked()
+                else:
+                    self._waiting[requester].remove(turn)
+                    if not self._waiting[requester]:
+                        del self._waiting[requester]
+                raise
 
     def _hand_on(self, seconds: float) -> None:
         with self._changed:
             self._durations.append(seconds)
-            if not self._waiting:
-                self.free += 1
-                return
-            requester, turns = self._waiting.popitem(last=False)
-            turns.popleft().granted = True
-            if turns:
-                self._waiting[requester] = turns  # to the back: the next slot goes to another requester
-            self._changed.notify_all()
+            self._hand_on_locked()
+
+    def _hand_on_locked(self) -> None:
+        if not self._waiting:
+            self.free += 1
+            return
+        requester, turns = self._waiting.popitem(last=False)
+        turns.popleft().granted = True
+        if turns:
+            self._waiting[requester] = turns  # to the back: the next slot goes to another requester
+        self._changed.notify_all()
 
 
 class Sandbox:
