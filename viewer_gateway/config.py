@@ -160,8 +160,6 @@ def _convert(key: str, value):
     accepted, converter = _KEYS[key]
     if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in _TRUE_WORDS + _FALSE_WORDS:
         value = value.strip().lower() in _TRUE_WORDS  # from the environment
-    if accepted == (int,) and isinstance(value, str) and value.strip().isdigit():
-        value = int(value)  # from the environment
     if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
         names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list", bool: "true or false"}[t] for t in accepted))
         raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")
@@ -205,7 +203,10 @@ def load_config(environ=None) -> GatewayConfig:
             values[key] = _convert(key, value)
     for key, env_name in _ENV_OVERRIDES.items():
         if environ.get(env_name):
-            values[key] = _convert(key, environ[env_name])
+            raw_value = environ[env_name]
+            if _KEYS[key][0] == (int,) and raw_value.strip().isdigit():
+                raw_value = int(raw_value)  # an environment value is always text
+            values[key] = _convert(key, raw_value)
     config = GatewayConfig(**values, source=source)
     return GatewayConfig(
         **{

@@ -212,3 +212,15 @@ def test_the_trash_lists_the_most_recent_deletion_first(api):
     for record in (first, second):
         assert api.delete(f"/api/v1/models/{record.id}").json()["code"] == 0
     assert [i["id"] for i in data(api.get("/api/v1/trash"))] == [second.id, first.id]
+
+
+def test_the_retention_comes_from_the_environment_over_the_file(tmp_path):
+    from viewer_gateway.config import ConfigError, load_config
+
+    config_file = tmp_path / "server_config.json"
+    config_file.write_text(json.dumps({"trashRetentionDays": 7}))
+    assert load_config({"VIEWER_CONFIG": str(config_file)}).trashRetentionDays == 7
+    assert load_config({"VIEWER_CONFIG": str(config_file), "VIEWER_TRASH_RETENTION_DAYS": "3"}).trashRetentionDays == 3
+    assert load_config({"VIEWER_CONFIG": str(tmp_path / "none.json")}).trashRetentionDays == 30
+    with pytest.raises(ConfigError, match="trashRetentionDays"):
+        load_config({"VIEWER_CONFIG": str(tmp_path / "none.json"), "VIEWER_TRASH_RETENTION_DAYS": "-1"})
