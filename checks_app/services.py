@@ -303,6 +303,8 @@ def _run(check: Check) -> None:
     on_progress = _progress_writer(check.id)
     work_dir = model_dir(check.model_id) / f".check-{check.id}"
     try:
+        if not IfcModel.objects.filter(pk=check.model_id).exists():  # the default manager hides trashed models
+            raise NotFound(f"model {check.model_id} was moved to the trash before its check ran")
         work_dir.mkdir()  # never parents: a deleted model's folder must not come back
         product_key = _prepare_ifc(check, work_dir, on_progress)
         documents = {document.sha256: document.content for document in check.documents.all()}
