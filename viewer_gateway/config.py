@@ -1,8 +1,9 @@
 """Gateway configuration: server_config.json plus the environment overrides of the spec.
 
 The file's path comes from VIEWER_CONFIG (default ./server_config.json); relative paths inside it are resolved
-against the process working directory. A missing file means defaults; a malformed one stops startup with one line
-naming the offending key (ConfigError). Keys starting with "_" are comments. Without `converterScript` the converter
+against the process working directory. A missing file means defaults; a malformed one (ConfigError, naming the
+offending key) is reported by the system check gateway.E001 (viewer_gateway/checks.py), and by this module's command
+line with one line and exit 2. Keys starting with "_" are comments. Without `converterScript` the converter
 shipped in this checkout is used (the spec's default ../converter/convert.js only fits a checkout beside the data).
 """
 
@@ -16,6 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+
+from sandboxing.limits import FALSE_WORDS, TRUE_WORDS
 
 DEFAULT_CONFIG_PATH = "./server_config.json"
 SHIPPED_CONVERTER = Path(__file__).resolve().parent.parent / "converter" / "dist" / "convert.mjs"  # built by make setup
@@ -153,13 +156,10 @@ def _proxy_networks(value: str | list) -> tuple[str, ...]:
     return entries
 
 
-_TRUE_WORDS, _FALSE_WORDS = ("1", "true", "yes"), ("", "0", "false", "no")
-
-
 def _convert(key: str, value):
     accepted, converter = _KEYS[key]
-    if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in _TRUE_WORDS + _FALSE_WORDS:
-        value = value.strip().lower() in _TRUE_WORDS  # from the environment
+    if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        value = value.strip().lower() in TRUE_WORDS  # from the environment
     if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
         names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list", bool: "true or false"}[t] for t in accepted))
         raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")
@@ -182,9 +182,14 @@ def _resolve(path: Path) -> Path:
     return path if path.is_absolute() else (Path.cwd() / path).resolve()
 
 
+def config_path(environ=None) -> Path:
+    environ = os.environ if environ is None else environ
+    return Path(environ.get("VIEWER_CONFIG") or DEFAULT_CONFIG_PATH)
+
+
 def load_config(environ=None) -> GatewayConfig:
     environ = os.environ if environ is None else environ
-    path = Path(environ.get("VIEWER_CONFIG") or DEFAULT_CONFIG_PATH)
+    path = config_path(environ)
     values: dict = {}
     source = "defaults"
     if path.exists():
@@ -230,29 +235,43 @@ def converter_problem(config: GatewayConfig) -> str | None:
     return None
 
 
+def where_to_fix(problem: str) -> str:
+    """Where to fix a problem whose message starts with the key it is about ("maxUploadMB: expected number ...")."""
+    key = problem.split(":", 1)[0]
+    if key not in _KEYS:
+        return f"correct the configuration file {config_path()} (VIEWER_CONFIG)"
+    override = f" or the environment variable {_ENV_OVERRIDES[key]}" if key in _ENV_OVERRIDES else ""
+    return f"correct the key {key} in {config_path()}{override}"
+
+
+def load_config_or_defaults() -> tuple[GatewayConfig, str | None]:
+    """The configuration, and why it could not be read (None when it could). With a malformed configuration the
+    defaults stand in, only so that Django can start far enough to report the problem (system check gateway.E001)."""
+    try:
+        return load_config(), None
+    except ConfigError as exc:
+        return GatewayConfig(), str(exc)
+
+
 def _exit_with(message: str) -> None:
     sys.stderr.write(f"configuration error: {message}\n")
     raise SystemExit(2)
 
 
-def load_config_or_exit() -> GatewayConfig:
-    try:
-        return load_config()
-    except ConfigError as exc:
-        _exit_with(str(exc))
-
-
 def require_converter(config: GatewayConfig) -> None:
-    """Startup check of the processes that convert: one clear line and exit 2 when the converter cannot run."""
-    problem = converter_problem(config)
-    if problem:
+    """Moved to the system check gateway.E002 (viewer_gateway/checks.py); kept until the conversion worker's move to
+    core.jobs, which drops its call, is in."""
+    if problem := converter_problem(config):
         _exit_with(problem)
 
 
 if __name__ == "__main__":
     # `python -m viewer_gateway.config KEY` prints one resolved value; `--check-converter` checks the converter
-    # (both used by the Makefile).
-    cfg = load_config_or_exit()
+    # (both used by the Makefile, before any Django process starts): one line and exit 2 on a problem.
+    try:
+        cfg = load_config()
+    except ConfigError as exc:
+        _exit_with(str(exc))
     if sys.argv[1:] == ["--check-converter"]:
         require_converter(cfg)
     else:

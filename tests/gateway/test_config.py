@@ -77,10 +77,25 @@ def test_malformed_file_names_the_key(tmp_path, payload, key):
     assert key in str(error.value)
 
 
-def test_malformed_file_stops_startup_with_one_line(tmp_path):
+def test_a_malformed_file_is_reported_by_the_system_checks_and_nothing_is_written(tmp_path):
+    env = write_config(tmp_path, {"maxUploadMB": "lots"})
+    (tmp_path / "cwd").mkdir()  # the default dataDir, ../data, would be tmp_path / "data"
+    result = subprocess.run(
+        [sys.executable, ROOT / "manage.py", "check"], cwd=tmp_path / "cwd", env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+    )
+    assert result.returncode == 1
+    errors = [line.strip() for line in result.stderr.splitlines() if line.startswith(("?:", "\tHINT"))]
+    assert errors == [
+        '?: (gateway.E001) maxUploadMB: expected number, got "lots"',
+        f"HINT: correct the key maxUploadMB in {tmp_path / 'server_config.json'}",
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cwd", "server_config.json"]
+
+
+def test_make_run_reads_a_malformed_file_as_one_line(tmp_path):
     env = write_config(tmp_path, {"maxUploadMB": "lots"})
     result = subprocess.run(
-        [sys.executable, "manage.py", "check"], cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
+        [sys.executable, "-m", "viewer_gateway.config", "dataDir"], cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == ['configuration error: maxUploadMB: expected number, got "lots"']
@@ -103,15 +118,28 @@ def test_both_postgres_dsn_forms(dsn):
     "config, key",
     [({"converterScript": "/nowhere/convert.js"}, "converterScript"), ({"nodeBin": "no-such-node-binary"}, "nodeBin")],
 )
-@pytest.mark.parametrize("command", ["run_gateway", "conversion_worker"])
-def test_a_converter_that_cannot_run_stops_startup_naming_the_key(tmp_path, config, key, command):
+def test_a_converter_that_cannot_run_stops_startup_naming_the_key(tmp_path, config, key):
+    """`manage.py check` reports it, and the gateway and the workers refuse to start with the same message."""
     env = write_config(tmp_path, {"dataDir": str(tmp_path / "data"), **config})
+    reports = {}
+    for command in ("check", "run_gateway", "conversion_worker", "check_worker"):
+        result = subprocess.run(
+            [sys.executable, "manage.py", command], cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode == 1, result.stderr
+        reports[command] = [line.strip() for line in result.stderr.splitlines() if line.startswith(("?:", "\tHINT"))]
+    first, hint = reports["check"]
+    assert first.startswith(f"?: (gateway.E002) {key}:") and hint == f"HINT: correct the key {key} in {tmp_path / 'server_config.json'}"
+    assert all(report == reports["check"] for report in reports.values()), reports
+
+
+def test_make_run_checks_the_converter_in_one_line(tmp_path):
+    env = write_config(tmp_path, {"nodeBin": "no-such-node-binary"})
     result = subprocess.run(
-        [sys.executable, "manage.py", command], cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "viewer_gateway.config", "--check-converter"], cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True
     )
     assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"configuration error: {key}:"), result.stderr
+    assert result.stderr.strip().splitlines() == ["configuration error: nodeBin: 'no-such-node-binary' is not an executable on PATH (install node >= 18 or set nodeBin)"]
 
 
 def test_comment_keys_are_ignored_and_allowed_hosts_are_read(tmp_path):

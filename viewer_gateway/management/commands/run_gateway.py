@@ -8,7 +8,6 @@ from django.db import connections
 
 from models_app.signals import gateway_starting
 from viewer_gateway import server
-from viewer_gateway.config import require_converter
 
 logger = logging.getLogger(__name__)
 
@@ -17,8 +16,7 @@ class Command(BaseCommand):
     help = "Applies migrations, then serves the gateway with Daphne on the configured host and port."
 
     def handle(self, *args, **options):
-        config = settings.VIEWER
-        require_converter(config)
+        config = settings.VIEWER  # the system checks (viewer_gateway/checks.py) have refused a bad one
         if not config.listens_on_loopback and not config.apiToken:
             if os.environ.get("VIEWER_ALLOW_ANONYMOUS_NETWORK") != "1":
                 raise CommandError(
