@@ -12,7 +12,10 @@ Claims are compare-and-sets on the session row, so any gateway process may take 
 claiming process drains the session: it runs its turns one after the other on the server's event loop. A turn waiting
 for an answer belongs to no process, so the answer (or an abort, or a new message instead of the answer) may arrive
 at any process, which then claims it. An abort is a flag on the turn that its runner polls; a runner that died (a
-gateway restart) is recognised by its pid on this host or its heartbeat elsewhere, and its turn ends as cut."""
+gateway restart) is recognised by its pid on this host or its heartbeat elsewhere, and its turn ends as cut.
+
+What is done with a claimed piece of work is the agent's (chat_app.agent.turn.perform), handed to this module at
+start-up by ChatAppConfig.ready() (use_performer), so the lifecycle does not import the agent."""
 
 from __future__ import annotations
 
@@ -20,14 +23,16 @@ import asyncio
 import concurrent.futures
 import logging
 from dataclasses import dataclass
+from typing import Awaitable, Callable
 
 from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
 from chat_app import events
-from chat_app.agent.tools import in_thread
 from chat_app.models import ChatSession, Message, Part, PendingQuestion, Turn, sortable_id
+from chat_app.parts import text_part
+from chat_app.threads import in_thread
 from viewer_gateway.process_identity import process_alive, process_identity
 
 logger = logging.getLogger(__name__)
@@ -39,6 +44,7 @@ STALE_HEARTBEAT_SECONDS = 60
 _server_loop: asyncio.AbstractEventLoop | None = None
 _drains: dict[str, asyncio.Task] = {}
 _wakeups: set[str] = set()
+_performer: Callable[["Work"], Awaitable[None]] | None = None
 
 
 def bind_server_loop(loop: asyncio.AbstractEventLoop) -> None:
@@ -47,6 +53,12 @@ def bind_server_loop(loop: asyncio.AbstractEventLoop) -> None:
     if _server_loop is not loop:
         loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="chat"))
         _server_loop = loop
+
+
+def use_performer(performer: Callable[["Work"], Awaitable[None]]) -> None:
+    """What runs a claimed piece of work to its end (finished or waiting): the agent's turn runner."""
+    global _performer
+    _performer = performer
 
 
 def identity() -> str:
@@ -146,8 +158,7 @@ def _write_user_message(turn: Turn) -> dict:
     info = {"id": message_id, "sessionID": turn.session_id, "role": "user", "time": {"created": taken}, "agent": "main"}
     if message_id != turn.queued_message_id:
         info["queuedID"] = turn.queued_message_id
-    part = {"id": sortable_id("prt_"), "sessionID": turn.session_id, "messageID": message_id, "type": "text", "text": turn.text,
-            "time": {"start": taken, "end": taken}}
+    part = text_part(turn.session_id, message_id, turn.text, taken)
     message = Message.objects.create(id=message_id, session_id=turn.session_id, turn=turn, role=Message.Role.USER, info=info)
     Part.objects.create(id=part["id"], message=message, type="text", data=part)
     turn.user_message_id = message_id
@@ -235,10 +246,8 @@ async def drain(session_id: str) -> None:
 async def perform(work: Work) -> None:
     """Runs one claimed piece of work to its end (finished or waiting); whatever breaks, the turn never stays
     claimed."""
-    from chat_app.agent import turn as agent_turn
-
     try:
-        await agent_turn.perform(work)
+        await _performer(work)
     except Exception:  # noqa: BLE001 - the session must not stay busy
         logger.exception("chat session %s: the runtime failed on turn %s", work.turn.session_id, work.turn.id)
         await in_thread(_fail)(work.turn)

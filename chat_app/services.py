@@ -9,8 +9,9 @@ import time
 from django.db import transaction
 
 from chat_app import events, lifecycle
-from chat_app.agent.loop import parse_permission_answer
+from chat_app.consent import parse_permission_answer
 from chat_app.models import INTERRUPT_ID_PATTERN, SESSION_ID_PATTERN, ChatSession, PendingQuestion, Turn
+from chat_app.parts import text_part
 from chat_app.selectors import visible_sessions
 from models_app.models import IfcModel, Project
 from models_app.project_selectors import project_exists, project_models, project_of_model
@@ -99,8 +100,7 @@ def message_post(*, session_id: str, text: str) -> dict:
 def _queued_message(turn: Turn) -> dict:
     taken = int(turn.created_at.timestamp() * 1000)
     info = {"id": turn.queued_message_id, "sessionID": turn.session_id, "role": "user", "time": {"created": taken}, "agent": "main", "queued": True}
-    part = {"id": f"prt_{turn.queued_message_id[4:]}", "sessionID": turn.session_id, "messageID": turn.queued_message_id, "type": "text",
-            "text": turn.text, "time": {"start": taken, "end": taken}}
+    part = text_part(turn.session_id, turn.queued_message_id, turn.text, taken, part_id=f"prt_{turn.queued_message_id[4:]}")
     return {"info": info, "parts": [part]}
 
 

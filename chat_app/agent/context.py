@@ -21,8 +21,8 @@ import re
 from django.conf import settings
 from django.db import transaction
 
-from chat_app.agent.writer import now_ms
 from chat_app.models import ChatSession, Message, Part, sortable_id
+from chat_app.parts import now_ms
 
 ASCII_CHARS_PER_TOKEN = 3.5
 MESSAGE_OVERHEAD_TOKENS = 4

@@ -10,10 +10,12 @@ import secrets
 
 from chat_app import events
 from chat_app.agent.loop import CallEnd, Outcome, TurnContext, close_aborted, continue_step, resume_turn, run_turn
-from chat_app.agent.tools import Suspended, ToolCall, ToolError, ToolResult, agent_tool, in_thread, tools_named
-from chat_app.agent.writer import now_ms, writer_for
+from chat_app.agent.prompts import prompt
+from chat_app.agent.tools import Suspended, ToolCall, ToolError, ToolResult, agent_tool
+from chat_app.agent.writer import writer_for
 from chat_app.models import Message, Part, PendingQuestion, sortable_id
-
+from chat_app.parts import now_ms, text_part, tool_completed, tool_error
+from chat_app.threads import in_thread
 
 MODELER_TOOLS = ("get_script", "put_script", "get_params", "set_params", "undo", "redo", "run_script", "staging_diff", "model_diff", "locate",
                  "edit_call", "list_versions", "find_elements", "get_element")
@@ -23,30 +25,15 @@ REVIEWER_TOOLS = ("find_elements", "get_element", "list_issues", "create_issue",
 ANALYST_TOOLS = ("list_versions", "model_diff", "script_diff", "get_params", "find_elements", "get_element")
 
 
-def personas() -> dict[str, dict]:
-    return {
-        "modeler": {
-            "prompt": "You are the modeler. You change the build script to do the task: read it or its PARAMS, stage a change, run it, check the element-level diff. Never save a version; say exactly what you staged and what the run changed.",
-            "tools": tools_named(*MODELER_TOOLS),
-        },
-        "reviewer": {
-            "prompt": "You are the reviewer. You inspect elements and keep review records: pin issues to elements, comment on them, set property overrides, check the model against the project's IDS files and pin what fails, list what is open. Report what you recorded.",
-            "tools": tools_named(*REVIEWER_TOOLS),
-        },
-        "analyst": {
-            "prompt": "You are the analyst. You compare versions and explain the differences element by element. You change nothing.",
-            "tools": tools_named(*ANALYST_TOOLS),
-        },
-    }
+PERSONA_TOOLS = {"modeler": MODELER_TOOLS, "reviewer": REVIEWER_TOOLS, "analyst": ANALYST_TOOLS}
 
 
 def _store_task(session_id: str, turn_id: str | None, subagent_id: str, task: str) -> str:
-    message_id, part_id, created = sortable_id("msg_"), sortable_id("prt_"), now_ms()
+    message_id, created = sortable_id("msg_"), now_ms()
     info = {"id": message_id, "sessionID": session_id, "role": "user", "time": {"created": created}, "agent": "main", "subagentId": subagent_id}
     message = Message.objects.create(id=message_id, session_id=session_id, turn_id=turn_id, role=Message.Role.USER, subagent_id=subagent_id, info=info)
-    Part.objects.create(id=part_id, message=message, type="text", data={
-        "id": part_id, "sessionID": session_id, "messageID": message_id, "type": "text", "text": task, "time": {"start": created, "end": created}, "subagentId": subagent_id,
-    })
+    part = text_part(session_id, message_id, task, created, subagentId=subagent_id)
+    Part.objects.create(id=part["id"], message=message, type="text", data=part)
     return message_id
 
 
@@ -63,11 +50,12 @@ def _status(ctx: TurnContext, subagent_id: str, arguments: dict, started: int, m
 
 
 def _sub_context(ctx: TurnContext, subagent_id: str, arguments: dict, task_message_id: str, model_id: str | None) -> TurnContext:
-    persona = personas()[arguments["persona"]]
+    persona = arguments["persona"]
+    tools = {name: ctx.tools[name] for name in PERSONA_TOOLS[persona]}  # the main agent has every tool
     return TurnContext(
-        session_id=ctx.session_id, turn_id=ctx.turn_id, user_message_id=task_message_id, llm=ctx.llm, tools=persona["tools"],
+        session_id=ctx.session_id, turn_id=ctx.turn_id, user_message_id=task_message_id, llm=ctx.llm, tools=tools,
         model_id=model_id or ctx.model_id, project_id=ctx.project_id, project_kind=ctx.project_kind,
-        subagent_id=subagent_id, persona=arguments["persona"], system_prompt=persona["prompt"] + "\n\n" + ctx.context_note,
+        subagent_id=subagent_id, persona=persona, system_prompt=prompt(f"persona-{persona}") + "\n\n" + ctx.context_note,
     )
 
 
@@ -152,13 +140,11 @@ async def resume_delegation(ctx: TurnContext, question: PendingQuestion) -> Outc
     except Suspended:
         return Outcome.SUSPENDED
     except ToolError as exc:
-        state = part["state"]
-        part["state"] = {"status": "error", "input": arguments, "error": str(exc), "time": {"start": state["time"]["start"], "end": now_ms()}}
+        part["state"] = tool_error(part["state"], str(exc))
         ctx.open_parts.pop(part["id"], None)
         await writer.publish_part(part)
         return await continue_step(ctx, writer, part["id"], CallEnd.DONE)
-    part["state"] = {"status": "completed", "input": arguments, "output": result.output, "title": result.title, "metadata": result.metadata,
-                     "time": {"start": part["state"]["time"]["start"], "end": now_ms()}}
+    part["state"] = tool_completed(part["state"], arguments, result.output, title=result.title, metadata=result.metadata)
     ctx.open_parts.pop(part["id"], None)
     await writer.publish_part(part)
     return await continue_step(ctx, writer, part["id"], CallEnd.DONE)
@@ -168,5 +154,5 @@ agent_tool(
     "delegate",
     "Hand a self-contained piece of work to a sub-agent persona: modeler (changes and runs the build script, never saves), reviewer (issues and overrides), analyst (compares versions, read-only). Returns its final report.",
     {"persona": {"type": "string", "enum": ["modeler", "reviewer", "analyst"]}, "task": {"type": "string", "minLength": 1}},
-    ("persona", "task"), takes_model=True, native=True,
+    ("persona", "task"), takes_model=True, native=True, on_resume=resume_delegation,
 )(_delegate)

@@ -24,12 +24,13 @@ import time
 from django.db import connections
 
 from chat_app import events
-from chat_app.agent.tools import Tool, ToolCall, ToolResult, in_thread
-from chat_app.agent.writer import now_ms
+from chat_app.agent.tools import Tool, ToolCall, ToolResult
 from chat_app.models import Part
+from chat_app.parts import now_ms
+from chat_app.threads import in_thread
 from models_app.cancellation import CancelGuard, cancellable
-from models_app.project_selectors import project_model_ids
 from models_app.script_services import script_cancel_runs
+from models_app.project_selectors import project_model_ids
 
 logger = logging.getLogger(__name__)
 

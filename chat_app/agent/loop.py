@@ -11,7 +11,6 @@ from __future__ import annotations
 import enum
 import json
 import logging
-import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,9 +22,12 @@ from chat_app.agent import context
 from chat_app.agent.chunks import Finish, ReasoningDelta, TextDelta, ToolCallDelta, Usage
 from chat_app.agent.execution import run_tool
 from chat_app.agent.scope import checked_model
-from chat_app.agent.tools import Suspended, Tool, ToolCall, ToolError, ToolResult, in_thread
-from chat_app.agent.writer import MessageWriter, now_ms, writer_for
+from chat_app.agent.tools import Suspended, Tool, ToolCall, ToolError, ToolResult
+from chat_app.agent.writer import MessageWriter, writer_for
+from chat_app.consent import PERMISSION_OPTIONS, parse_permission_answer
 from chat_app.models import ChatSession, Message, Part, PendingQuestion
+from chat_app.parts import ENDED, now_ms, streamed_part, text_part, tool_completed, tool_error, tool_part, tool_pending, tool_running
+from chat_app.threads import in_thread
 
 logger = logging.getLogger(__name__)
 
@@ -35,12 +37,6 @@ INTERRUPTED = "[Tool execution was interrupted]"
 NOT_ANSWERED = "The user sent a new message instead of answering."
 HELD_AFTER_REJECT = "Not run: the user rejected an earlier call of this step."
 HELD_AFTER_NEW_MESSAGE = "Not run: the user sent a new message instead of answering an earlier call of this step."
-PERMISSION_OPTIONS = [
-    {"label": "once", "description": "allow this call"},
-    {"label": "always", "description": "allow this tool for the rest of the session"},
-    {"label": "reject", "description": "do not run it; 'reject: <reason>' tells the agent why"},
-]
-PERMISSION_ANSWER = re.compile(r"^\s*(once|always|reject)\s*(?::\s*(.*))?$", re.IGNORECASE | re.DOTALL)
 
 
 class Outcome(enum.Enum):
@@ -72,12 +68,6 @@ class TurnContext:
     # what an abort must close: the assistant message being written and its unfinished tool parts
     writer: MessageWriter | None = None
     open_parts: dict[str, dict] = field(default_factory=dict)
-
-
-def parse_permission_answer(answer: str) -> tuple[str, str] | None:
-    """(decision, reason) of an answer to a permission request: once, always, or reject with an optional reason."""
-    match = PERMISSION_ANSWER.match(answer or "")
-    return (match.group(1).lower(), (match.group(2) or "").strip()) if match else None
 
 
 # --- history -----------------------------------------------------------------------------------------------------
@@ -132,10 +122,6 @@ def assistant_info(ctx: TurnContext) -> dict:
     }
 
 
-def _ended(state: dict) -> dict:
-    return {"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()}
-
-
 async def _complete(writer: MessageWriter, finish: str | None, error: dict | None = None) -> None:
     writer.info["time"]["completed"] = now_ms()
     if finish:
@@ -147,7 +133,7 @@ async def _complete(writer: MessageWriter, finish: str | None, error: dict | Non
 
 async def _set_state(ctx: TurnContext, writer: MessageWriter, part: dict, state: dict) -> None:
     part["state"] = state
-    if state["status"] in ("completed", "error"):
+    if state["status"] in ENDED:
         ctx.open_parts.pop(part["id"], None)
     else:
         ctx.open_parts[part["id"]] = part
@@ -155,8 +141,7 @@ async def _set_state(ctx: TurnContext, writer: MessageWriter, part: dict, state:
 
 
 async def _fail_call(ctx: TurnContext, writer: MessageWriter, part: dict, error: str, **extra) -> None:
-    state = part["state"]
-    await _set_state(ctx, writer, part, {"status": "error", "input": state.get("input") or {}, "error": error, "time": _ended(state), **extra})
+    await _set_state(ctx, writer, part, tool_error(part["state"], error, **extra))
 
 
 async def _finish_step(ctx: TurnContext, writer: MessageWriter, reason: str) -> None:
@@ -223,7 +208,6 @@ async def _checked_call(ctx: TurnContext, tool: Tool, arguments: dict) -> ToolCa
 async def execute(ctx: TurnContext, writer: MessageWriter, part: dict, tool: Tool, arguments: dict) -> CallEnd:
     """Runs an allowed call whose part is running (off the loop, see execution.py); a broken tool is the model's to
     read about, not a crashed turn."""
-    started = part["state"].get("time", {}).get("start", now_ms())
     ctx.current_call = part["callID"]
     try:
         result: ToolResult = await run_tool(tool, await _checked_call(ctx, tool, arguments), part)
@@ -236,10 +220,7 @@ async def execute(ctx: TurnContext, writer: MessageWriter, part: dict, tool: Too
         logger.exception("tool %s failed", part["tool"])
         await _fail_call(ctx, writer, part, f"{type(exc).__name__}: {exc}")
         return CallEnd.DONE
-    await _set_state(ctx, writer, part, {
-        "status": "completed", "input": arguments, "output": result.output, "title": result.title,
-        "metadata": result.metadata, "time": {"start": started, "end": now_ms()},
-    })
+    await _set_state(ctx, writer, part, tool_completed(part["state"], arguments, result.output, title=result.title, metadata=result.metadata))
     for event, data in result.frames:
         await events.apublish_for_viewer(ctx.session_id, event, {"sessionID": ctx.session_id, **data, **({"subagentId": ctx.subagent_id} if ctx.subagent_id else {})})
     return CallEnd.DONE
@@ -257,7 +238,7 @@ async def run_call(ctx: TurnContext, writer: MessageWriter, part: dict) -> CallE
     except ToolError as exc:
         await _fail_call(ctx, writer, part, str(exc))
         return CallEnd.DONE
-    await _set_state(ctx, writer, part, {"status": "running", "input": arguments, "time": {"start": now_ms()}})
+    await _set_state(ctx, writer, part, tool_running(arguments))
     ctx.current_call = part["callID"]
     if tool.suspends_turn:
         await _ask(ctx, writer, part, PendingQuestion.Kind.QUESTION, {
@@ -304,13 +285,13 @@ async def _step(ctx: TurnContext, history: list[dict]) -> Outcome | None:
         if isinstance(chunk, (TextDelta, ReasoningDelta)):
             kind = "text" if isinstance(chunk, TextDelta) else "reasoning"
             if kind not in streamed:
-                streamed[kind] = await writer.publish_part(writer.new_part(kind, text="", time={"start": now_ms()}))
+                streamed[kind] = await writer.publish_part(streamed_part(ctx.session_id, writer.id, kind))
             await writer.delta(streamed[kind], chunk.text)
         elif isinstance(chunk, ToolCallDelta):
             call = calls.get(chunk.index)
             if call is None:
                 call_id = chunk.id or f"call_{secrets.token_hex(8)}"
-                part = writer.new_part("tool", callID=call_id, tool=chunk.name or "", state={"status": "pending", "input": {}, "raw": ""})
+                part = tool_part(ctx.session_id, writer.id, call_id, chunk.name or "")
                 call = calls[chunk.index] = {"part": part, "raw": ""}
                 ctx.open_parts[part["id"]] = part
                 await writer.publish_part(part)
@@ -332,7 +313,7 @@ async def _step(ctx: TurnContext, history: list[dict]) -> Outcome | None:
     parts = []
     for call in calls.values():  # complete arguments are kept with the pending call, so a held call can run later
         part = call["part"]
-        part["state"] = {"status": "pending", "input": _parsed_or_empty(call["raw"]), "raw": call["raw"]}
+        part["state"] = tool_pending(_parsed_or_empty(call["raw"]), call["raw"])
         await writer.publish_part(part)
         parts.append(part)
     end = await run_calls(ctx, writer, parts)
@@ -362,7 +343,7 @@ async def run_turn(ctx: TurnContext) -> Outcome:
             return outcome
     writer = MessageWriter(ctx.session_id, assistant_info(ctx), ctx.subagent_id, ctx.turn_id)
     await writer.publish_info()
-    await writer.publish_part(writer.new_part("text", text=f"Stopped after {MAX_STEPS} steps without finishing.", time={"start": now_ms(), "end": now_ms()}))
+    await writer.publish_part(text_part(ctx.session_id, writer.id, f"Stopped after {MAX_STEPS} steps without finishing.", now_ms()))
     await _complete(writer, "length")
     return Outcome.FINISHED
 
@@ -386,10 +367,8 @@ async def _answer_call(ctx: TurnContext, writer: MessageWriter, part: dict, ques
     state = part["state"]
     if question.kind == PendingQuestion.Kind.QUESTION:
         asked = question.frame["question"]
-        await _set_state(ctx, writer, part, {
-            "status": "completed", "input": state.get("input", {}), "output": f'User has answered your question: "{asked}"="{question.answer}"',
-            "title": "Asked 1 question", "metadata": {"answers": [question.answer]}, "time": _ended(state),
-        })
+        await _set_state(ctx, writer, part, tool_completed(state, state.get("input", {}), f'User has answered your question: "{asked}"="{question.answer}"',
+                                                           title="Asked 1 question", metadata={"answers": [question.answer]}))
         return CallEnd.DONE
     decision, reason = parse_permission_answer(question.answer) or ("reject", question.answer)
     if decision == "reject":
@@ -397,17 +376,16 @@ async def _answer_call(ctx: TurnContext, writer: MessageWriter, part: dict, ques
         return CallEnd.REJECTED
     if decision == "always":
         await in_thread(_allow_for_session)(ctx.session_id, part["tool"])
-    await _set_state(ctx, writer, part, {"status": "running", "input": state.get("input") or {}, "time": {"start": now_ms()}, "metadata": {"permitted": decision}})
+    await _set_state(ctx, writer, part, tool_running(state.get("input") or {}, metadata={"permitted": decision}))
     return await execute(ctx, writer, part, ctx.tools[part["tool"]], state.get("input") or {})
 
 
 async def resume_turn(ctx: TurnContext, question: PendingQuestion) -> Outcome:
     """Goes on with the turn that waited for `question`: the question's call ends with the answer (or runs, when
     permitted), the calls held after it run, then the next steps."""
-    if question.subagent_id != ctx.subagent_id:
-        from chat_app.agent.delegate_tools import resume_delegation
-
-        return await resume_delegation(ctx, question)
+    if question.subagent_id != ctx.subagent_id:  # a sub-agent's question: the tool that runs sub-agents goes on with it
+        resuming = next(tool for tool in ctx.tools.values() if tool.on_resume is not None)
+        return await resuming.on_resume(ctx, question)
     message, part = await in_thread(_question_call)(question)
     writer = writer_for(message)
     ctx.writer = writer

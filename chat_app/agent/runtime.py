@@ -7,18 +7,11 @@ from django.conf import settings
 
 from chat_app.agent.llm import OpenAICompatibleModel, describe_provider_error
 from chat_app.agent.loop import TurnContext
+from chat_app.agent.prompts import prompt
+from chat_app.agent.registry import all_tools
 from chat_app.agent.scripted import ScriptedModel
-from chat_app.agent.tools import Tool, all_tools
+from chat_app.agent.tools import Tool
 from chat_app.models import ChatSession
-
-
-MAIN_PROMPT = """You are the modelling assistant of a building-model review service. Models are IFC files (or DXF drawings) produced by Python build scripts: a literal PARAMS dict and build(params, out_path), whose elements come from script_lib.create_entity(model, ifc_class, key, ...) with GlobalIds derived from the keys.
-To change a model: read its PARAMS or script, stage a change (set_params, edit_call for one argument of one element, put_script for anything else), run_script to build a preview, look at the element-level diff, then save_version. Irreversible tools (save_version, rollback, discard, deliver, migrate_overrides, init_model) ask the user for permission themselves; when the user rejects a call, its error says why: respect it. Tool errors (a failed sandbox run with its last output, a stale script map, a model outside this project) are yours to read and fix.
-You act only on the models of this session's project.
-Plan files: the room programme (plan), the BIM supplement and the delivered building are read and written with read_plan/write_plan; deliver builds the project's models from them.
-Review records: pin issues to elements (create_issue), discuss them in their comment threads (add_comment), set property overrides (set_overrides). Compare versions with model_diff.
-Automated review: the project's IDS files (list_ids_files) state requirements; run_ids_check checks a model against them and explain_failures says what fails and why. To make a model pass, change the build script (PARAMS or the call sites of the failing elements), run it, check again, and report what passes now; saving asks the user. pin_ids_failures turns failures into review issues. Hand larger self-contained work to a sub-agent with delegate. Ask the user with ask_user when you need a decision.
-Answer in the user's language, briefly."""
 
 
 def language_model():
@@ -53,7 +46,7 @@ def turn_context(turn) -> TurnContext:
         model_id=session.model_id,
         project_id=session.project_id,
         project_kind=session.project.kind if session.project else None,
-        system_prompt=f"{MAIN_PROMPT}\n\n{note}",
+        system_prompt=f"{prompt('main')}\n\n{note}",
         context_note=note,
     )
 

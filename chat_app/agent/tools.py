@@ -1,7 +1,8 @@
 """The agent's tools and their registry.
 
 A tool is one declaration: a function decorated with `agent_tool(name, description, properties, required, ...)` in
-any `chat_app/agent/*_tools.py` module (they are all loaded). The function gets a ToolCall and returns a ToolResult;
+a `chat_app/agent/*_tools.py` module that agent/registry.py imports. The function gets a ToolCall (its arguments and
+the narrow ToolContext of the turn) and returns a ToolResult;
 it runs in a worker thread, never on the server's event loop, so it may block (service calls, file reads) as it
 likes. Options of the declaration:
 
@@ -11,25 +12,21 @@ likes. Options of the declaration:
 - `irreversible`: the call runs only after the user allowed it (a permission request, question.ask with kind
   permission), unless the user allowed the tool for the whole session.
 - `native`: an async function that runs on the loop (it must only await: the delegation to a sub-agent).
+- `on_resume`: for a tool that runs a sub-agent: goes on with the sub-agent when the user answered its question (the
+  loop hands such an answer to it).
 
 A tool that fails raises ToolError: its message goes back to the model as the tool's output, and the turn goes on.
 `call_service` turns the gateway's business errors (ApiError) into ToolError; it is the one place that does."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import pkgutil
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 import jsonschema
-from asgiref.sync import sync_to_async
 
 from viewer_gateway.envelope import ApiError
-
-if TYPE_CHECKING:
-    from chat_app.agent.loop import TurnContext
 
 
 class ToolError(Exception):
@@ -49,11 +46,22 @@ class ToolResult:
     frames: list[tuple[str, dict]] = field(default_factory=list)  # (event, data) published after the tool part
 
 
+class ToolContext(Protocol):
+    """What a tool sees of the turn it runs in (the loop's TurnContext is one). A tool that creates the session's
+    model binds it for the rest of the turn by setting model_id."""
+
+    session_id: str
+    turn_id: str | None
+    project_id: str | None
+    model_id: str | None
+    subagent_id: str
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One call of a tool, as the tool's function sees it."""
 
-    ctx: "TurnContext"
+    ctx: ToolContext
     arguments: dict
     model_id: str | None = None  # the checked model, for tools that take one
 
@@ -76,6 +84,7 @@ class Tool:
     irreversible: bool = False  # runs only after the user allowed this call (or the tool, for the session)
     takes_model: bool = False
     native: bool = False
+    on_resume: Callable | None = None  # async (ctx, question) -> Outcome, see the module's doc
 
     def spec(self) -> dict:
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
@@ -105,14 +114,15 @@ REGISTRY: dict[str, Tool] = {}
 
 
 def agent_tool(name: str, description: str, properties: dict | None = None, required: tuple[str, ...] = (), *,
-               takes_model: bool = False, irreversible: bool = False, native: bool = False):
+               takes_model: bool = False, irreversible: bool = False, native: bool = False, on_resume: Callable | None = None):
     """Declares a tool (see the module's doc)."""
 
     def register(function):
         if name in REGISTRY:
             raise RuntimeError(f"two tools are named {name}")
         parameters = object_schema({**(MODEL_ID if takes_model else {}), **(properties or {})}, required)
-        REGISTRY[name] = Tool(name, description, parameters, function, irreversible=irreversible, takes_model=takes_model, native=native)
+        REGISTRY[name] = Tool(name, description, parameters, function, irreversible=irreversible, takes_model=takes_model, native=native,
+                              on_resume=on_resume)
         return function
 
     return register
@@ -121,26 +131,6 @@ def agent_tool(name: str, description: str, properties: dict | None = None, requ
 def register(tool: Tool) -> Tool:
     REGISTRY[tool.name] = tool
     return tool
-
-
-def all_tools() -> dict[str, Tool]:
-    """Every declared tool (the modules `chat_app/agent/*_tools.py` are imported once)."""
-    import chat_app.agent as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name.endswith("_tools"):
-            importlib.import_module(f"{package.__name__}.{module.name}")
-    return dict(REGISTRY)
-
-
-def tools_named(*names: str) -> dict[str, Tool]:
-    tools = all_tools()
-    return {name: tools[name] for name in names}
-
-
-def in_thread(function):
-    """A blocking call run off the event loop."""
-    return sync_to_async(function, thread_sensitive=False)
 
 
 def call_service(function, *args, **kwargs):

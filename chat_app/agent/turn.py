@@ -10,9 +10,9 @@ import logging
 from chat_app import events, lifecycle
 from chat_app.agent import runtime
 from chat_app.agent.loop import ABORTED, NOT_ANSWERED, Outcome, TurnContext, close_aborted, end_unanswered, resume_turn, run_turn
-from chat_app.agent.tools import in_thread
-from chat_app.agent.writer import now_ms
 from chat_app.models import Message, Part, PendingQuestion, Turn
+from chat_app.parts import now_ms, tool_error
+from chat_app.threads import in_thread
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +38,7 @@ def close_open_work(turn: Turn, *, error: str, message_error: dict) -> None:
                     "task": (state.get("input") or {}).get("task", ""), "parent": {"messageID": message.id, "callID": part["callID"]},
                     "time": {"start": metadata.get("started", now_ms()), "end": now_ms()},
                 })
-            part["state"] = {"status": "error", "input": state.get("input") or {}, "error": error, "metadata": {"interrupted": True},
-                             "time": {"start": state.get("time", {}).get("start", now_ms()), "end": now_ms()}}
+            part["state"] = tool_error(state, error, metadata={"interrupted": True})
             row.save(update_fields=["data"])
             events.publish(session_id, "message.part.updated", {"sessionID": session_id, "part": part, "time": now_ms(),
                                                                **({"subagentId": message.subagent_id} if message.subagent_id else {})})

@@ -12,12 +12,9 @@ from asgiref.sync import sync_to_async
 
 from chat_app import events
 from chat_app.models import Message, Part, sortable_id
+from chat_app.parts import new_part, now_ms
 
 DELTA_INTERVAL = 0.05
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _save_message(message_id: str, session_id: str, role: str, info: dict, subagent_id: str, turn_id: str | None) -> None:
@@ -59,7 +56,7 @@ class MessageWriter:
         await events.apublish(self.session_id, "message.updated", self._tagged({"sessionID": self.session_id, "info": self.info}))
 
     def new_part(self, part_type: str, **fields) -> dict:
-        return {"id": sortable_id("prt_"), "sessionID": self.session_id, "messageID": self.id, "type": part_type, **fields}
+        return new_part(self.session_id, self.id, part_type, **fields)
 
     async def publish_part(self, part: dict) -> dict:
         await self.flush(part)
