@@ -31,9 +31,9 @@ from django.utils import timezone
 
 from chat_app import events
 from chat_app.models import ChatSession, Message, Part, PendingQuestion, Turn, sortable_id
+from core.identity import process_alive, process_identity
 from chat_app.parts import text_part
 from chat_app.threads import in_thread
-from viewer_gateway.process_identity import process_alive, process_identity
 
 logger = logging.getLogger(__name__)
 

@@ -2,6 +2,8 @@ import secrets
 
 from django.db import models
 
+from core.jobs.models import JobState
+
 from issues_app.models import Issue
 from models_app.models import IfcModel
 
@@ -52,7 +54,7 @@ class IdsFile(models.Model):
         return f"{self.project_id}/{self.name}"
 
 
-class Check(models.Model):
+class Check(JobState):
     """One check of a model version against IDS documents. Same model + product + IDS contents (+ overrides, when
     included) = same cache_key = same result: such a request is answered by the existing check."""
 
@@ -75,8 +77,6 @@ class Check(models.Model):
         max_length=128, db_index=True, help_text="whose turn the check takes in the fair queue: the model id (the user, once there are accounts)"
     )
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    progress_phase = models.CharField(max_length=32, blank=True, default="queued")
-    progress_percent = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True, default="")
     failed_under_limits = models.CharField(
         max_length=64, blank=True, default="",
@@ -85,9 +85,6 @@ class Check(models.Model):
     )
     summary = models.JSONField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
-    worker = models.CharField(max_length=128, blank=True, default="")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

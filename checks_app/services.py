@@ -9,7 +9,6 @@ import logging
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 
 from django.conf import settings
@@ -23,11 +22,12 @@ from checks_app.engine.ids_schema import IdsInvalid, validate_ids
 from checks_app.engine.runner import RESULT_FILE, check_limits, run_check_process
 from checks_app.models import IDS_NAME_PATTERN, Check, IdsDocument, IdsFile, PinnedFailure
 from checks_app.projects import project_get, project_of_model
+from core import jobs
 from issues_app.models import Issue
 from issues_app.services import issue_create, issue_update, override_set
 from models_app import edit_client
 from models_app.models import IfcModel
-from models_app.services import model_get, worker_alive, worker_identity
+from models_app.services import model_get
 from models_app.storage import IFC_FILE, file_signature, model_dir, model_file
 from viewer_gateway.envelope import ApiError, Conflict, InvalidInput, NotFound, TooLarge
 from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
@@ -41,7 +41,7 @@ IDS_NAME_RE = re.compile(rf"^{IDS_NAME_PATTERN}$")
 VERSION_RE = re.compile(r"^v[1-9]\d{0,8}$")
 CURRENT = "current"
 ACTIVE_STATUSES = (Check.Status.QUEUED, Check.Status.RUNNING, Check.Status.DONE)
-PROGRESS_WRITE_INTERVAL = 1.0
+CHECK = "check"  # the job kind (checks_app.jobs)
 MAX_ATTEMPTS = 3
 ISSUE_TITLE_PREFIX = "IDS: "
 
@@ -186,8 +186,6 @@ def check_start(
     (and overrides, when included) as an existing queued, running or finished check answer that check instead, and
     so does a check of them that failed in a way it would fail again under the same limits (time limit, memory cap).
     Returns (check, reused)."""
-    from checks_app.tasks import run_check_task
-
     model = model_get(model_id)
     if model.format != IfcModel.Format.IFC:
         raise InvalidInput(f"model {model.id} is a {model.format.upper()} drawing: IDS checks need an IFC model")
@@ -210,7 +208,7 @@ def check_start(
             overrides=overrides, cache_key=cache_key, requester=check_requester(model),
         )
         check.documents.set([document for _, document in documents])
-        run_check_task.enqueue(check.id)  # its turn; same database, same transaction: both or neither
+        jobs.enqueue(CHECK, check.id)  # its turn; same database, same transaction: both or neither
     _remove_unused_documents()
     return check, False
 
@@ -218,7 +216,7 @@ def check_start(
 # --- running a check (inside a check worker) -------------------------------------------------------------------
 
 
-def _fair_order(queued: QuerySet) -> QuerySet:
+def fair_order(queued: QuerySet) -> QuerySet:
     """Queued checks in the order the fair queue takes them: first those whose requester has nothing running, then
     by how long the requester has waited (since the later of its oldest queued check and the end of its last
     check), then oldest first. A flood of checks from one requester waits behind each other requester's next check
@@ -230,35 +228,6 @@ def _fair_order(queued: QuerySet) -> QuerySet:
         requester_busy=Exists(same_requester.filter(status=Check.Status.RUNNING)),
         requester_waiting_since=Greatest(oldest_queued, Coalesce(last_finished, oldest_queued)),
     ).order_by("requester_busy", "requester_waiting_since", "created_at")
-
-
-def _claim(candidates: QuerySet) -> Check | None:
-    """Marks the first queued check of candidates running (one no other worker is claiming right now)."""
-    with transaction.atomic():
-        check = candidates.filter(status=Check.Status.QUEUED).select_for_update(skip_locked=True, of=("self",)).first()
-        if check is None:
-            return None  # deleted meanwhile, handled already, or nothing queued
-        check.status = Check.Status.RUNNING
-        check.worker, check.heartbeat_at, check.started_at = worker_identity(), timezone.now(), timezone.now()
-        check.attempts += 1
-        check.progress_phase, check.progress_percent = "starting", 0
-        check.save(update_fields=["status", "worker", "heartbeat_at", "started_at", "attempts", "progress_phase", "progress_percent"])
-        return check
-
-
-def _progress_writer(check_id: str):
-    last_write = 0.0
-
-    def on_progress(phase: str, percent: int) -> None:
-        nonlocal last_write
-        now = time.monotonic()
-        if now - last_write >= PROGRESS_WRITE_INTERVAL:
-            Check.objects.filter(pk=check_id, status=Check.Status.RUNNING).update(
-                progress_phase=phase[:32], progress_percent=max(0, min(100, percent)), heartbeat_at=timezone.now()
-            )
-            last_write = now
-
-    return on_progress
 
 
 def _prepare_ifc(check: Check, work_dir: Path, on_progress) -> str:
@@ -278,29 +247,23 @@ def _prepare_ifc(check: Check, work_dir: Path, on_progress) -> str:
     return check.version
 
 
-def _finish(check_id: str, **fields) -> None:
-    Check.objects.filter(pk=check_id).update(finished_at=timezone.now(), worker="", **fields)
-
-
 def check_take_turn() -> str | None:
-    """One turn of the check queue (the check task; one is enqueued per queued check): runs the queued check the fair
-    order puts first, which need not be the check the turn was enqueued for. Returns its id (None: nothing queued)."""
-    check = _claim(_fair_order(Check.objects.all()))
-    if check is not None:
-        _run(check)
+    """One turn of the check queue (core.jobs runs one per queued check): runs the queued check the fair order puts
+    first, which need not be the check the turn was enqueued for. Returns its id (None: nothing queued)."""
+    check = jobs.take(CHECK)
     return check.id if check else None
 
 
 def check_run(check_id: str) -> None:
     """Runs this check now if it is queued."""
-    check = _claim(Check.objects.filter(pk=check_id))
+    check = jobs.claim(CHECK, Check.objects.filter(pk=check_id))
     if check is not None:
-        _run(check)
+        jobs.run(CHECK, check)
 
 
-def _run(check: Check) -> None:
-    """Fetches the model version, runs the check in a child process, keeps the result."""
-    on_progress = _progress_writer(check.id)
+def check_claimed_run(check: Check) -> None:
+    """The check job's run: fetches the model version, runs the check in a child process, keeps the result."""
+    on_progress = jobs.progress_writer(CHECK, check)
     work_dir = model_dir(check.model_id) / f".check-{check.id}"
     try:
         if not IfcModel.objects.filter(pk=check.model_id).exists():  # the default manager hides trashed models
@@ -318,58 +281,29 @@ def _run(check: Check) -> None:
         if product_key != check.product_key:  # model.ifc changed between the request and the run: say what was checked
             fields["cache_key"] = _cache_key(check.model_id, product_key, check.ids, check.overrides)
         if not outcome.ok:
-            _finish(check.id, status=Check.Status.FAILED, error=outcome.error, progress_phase="", progress_percent=0,
+            jobs.finish(CHECK, check, status=Check.Status.FAILED, error=outcome.error, progress_phase="", progress_percent=0,
                     failed_under_limits=_limits_key() if outcome.repeatable else "", **fields)
             return
         result = json.loads((work_dir / RESULT_FILE).read_text(encoding="utf-8"))
         result["model"] = {"id": check.model_id, "version": check.version}
-        _finish(check.id, status=Check.Status.DONE, result=result, summary=result["summary"], error="", progress_phase="done", progress_percent=100, **fields)
+        jobs.finish(CHECK, check, status=Check.Status.DONE, result=result, summary=result["summary"], error="", progress_phase="done", progress_percent=100, **fields)
     except (ApiError, OSError) as exc:
         message = str(exc.detail) if isinstance(exc, ApiError) else f"the check could not run: {exc}"
-        _finish(check.id, status=Check.Status.FAILED, error=message[-2048:], progress_phase="", progress_percent=0)
+        jobs.finish(CHECK, check, status=Check.Status.FAILED, error=message[-2048:], progress_phase="", progress_percent=0)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
     logger.info("IDS check %s of %s finished", check.id, check.model_id)
 
 
-def _waiting_turns() -> list[str]:
-    """The check ids the waiting turns of the queue were enqueued for (one entry per turn)."""
-    from django_tasks_db.models import DBTaskResult
-
-    from checks_app.tasks import run_check_task
-
-    waiting = DBTaskResult.objects.ready().filter(task_path=run_check_task.module_path).values_list("args_kwargs", flat=True)
-    return [check_id for args_kwargs in waiting for check_id in args_kwargs.get("args") or []]
+def check_leftovers(check: Check) -> list:
+    return [model_dir(check.model_id) / f".check-{check.id}"]
 
 
 def recover_interrupted_checks() -> list[str]:
     """Checks whose worker died mid-run are queued again (at most MAX_ATTEMPTS runs, then failed), with a turn each;
     when the queue holds fewer turns than queued checks (tasks lost), turns are added for queued checks that have
     none named after them. A turn too many is harmless: it finds nothing queued. Returns the check ids given a turn."""
-    from checks_app.tasks import run_check_task
-
-    recovered = []
-    for check in Check.objects.filter(status=Check.Status.RUNNING).only("id", "model_id", "status", "worker", "heartbeat_at", "attempts"):
-        if worker_alive(check.worker, check.heartbeat_at):
-            continue
-        with transaction.atomic():
-            still = Check.objects.filter(pk=check.pk, status=check.status, worker=check.worker)
-            if check.attempts >= MAX_ATTEMPTS:
-                still.update(status=Check.Status.FAILED, error=f"the check worker died {check.attempts} times while running this check", finished_at=timezone.now(), worker="")
-                continue
-            if still.update(status=Check.Status.QUEUED, worker="", progress_phase="queued", progress_percent=0):
-                run_check_task.enqueue(check.id)
-                recovered.append(check.id)
-        shutil.rmtree(model_dir(check.model_id) / f".check-{check.id}", ignore_errors=True)
-    turns = _waiting_turns()
-    queued = list(Check.objects.filter(status=Check.Status.QUEUED).order_by("created_at").values_list("id", flat=True))
-    named = set(turns)
-    for check_id in [check_id for check_id in queued if check_id not in named][:max(len(queued) - len(turns), 0)]:
-        run_check_task.enqueue(check_id)
-        recovered.append(check_id)
-    for check_id in recovered:
-        logger.warning("re-queued interrupted IDS check %s", check_id)
-    return recovered
+    return jobs.recover(CHECK)
 
 
 # --- reports ---------------------------------------------------------------------------------------------------

@@ -13,6 +13,9 @@ class ModelsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from models_app.jobs import register_job_kinds
         from models_app.signals import gateway_starting
+
+        register_job_kinds()
 
         gateway_starting.connect(write_missing_project_markers, dispatch_uid="models-project-markers")

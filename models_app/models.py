@@ -2,6 +2,8 @@ import secrets
 
 from django.db import models
 
+from core.jobs.models import JobState
+
 MODEL_ID_PATTERN = r"m_[0-9a-f]{16}"
 
 
@@ -38,12 +40,15 @@ class IfcModel(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    # Conversion bookkeeping: `revision` grows with every conversion request; a run converts the revision it saw
-    # at its start and runs again when a newer one arrived meanwhile.
+    # Conversion bookkeeping (a core.jobs job whose state field is `job` and worker field `job_worker`): `revision`
+    # grows with every conversion request; a run converts the revision it saw at its start and runs again when a
+    # newer one arrived meanwhile; `attempts` counts the runs of the queued job, bounding the re-runs of a
+    # conversion whose worker keeps dying.
     revision = models.PositiveIntegerField(default=0)
     job = models.CharField(max_length=8, choices=Job.choices, default=Job.IDLE)
     job_worker = models.CharField(max_length=128, blank=True, default="")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
     progress_phase = models.CharField(max_length=32, blank=True, default="")
     progress_percent = models.PositiveSmallIntegerField(default=0)
     # file_signature() of the model.ifc the published outputs were made from; another value on disk means the edit
@@ -128,7 +133,7 @@ class ProjectModel(models.Model):
 VERSION_PATTERN = r"v[1-9]\d{0,8}"
 
 
-class VersionGeometry(models.Model):
+class VersionGeometry(JobState):
     """The XKT and metadata.json of one saved version of a model, converted on request (a version diff draws the
     elements removed since that version from them). Versions never change, so a ready one is never converted again."""
 
@@ -142,13 +147,6 @@ class VersionGeometry(models.Model):
     version = models.CharField(max_length=12, help_text="a saved version v<n>")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
     error = models.TextField(blank=True, default="")
-    progress_phase = models.CharField(max_length=32, blank=True, default="queued")
-    progress_percent = models.PositiveSmallIntegerField(default=0)
-    # the conversion worker running it (process identity) and its last sign of life; attempts bound the re-runs of
-    # a conversion whose worker keeps dying
-    worker = models.CharField(max_length=128, blank=True, default="")
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

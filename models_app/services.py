@@ -7,14 +7,13 @@ import json
 import logging
 import os
 import shutil
-import time
 import uuid
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
+from core import jobs
 from models_app.conversion.runner import PipelineResult, run_pipeline
 from models_app.conversion.sandbox import ConversionLimits
 from models_app.models import IfcModel
@@ -35,13 +34,11 @@ from models_app.storage import (
     trashed_model_dir,
 )
 from viewer_gateway.envelope import Conflict, InvalidInput, NotFound, TooLarge
-from viewer_gateway.process_identity import process_alive, process_identity
 
 logger = logging.getLogger(__name__)
 
 STEP_SIGNATURE = b"ISO-10303-21;"
-STALE_HEARTBEAT_SECONDS = 300
-PROGRESS_WRITE_INTERVAL = 1.0
+CONVERSION = "conversion"  # the job kind (models_app.jobs)
 
 
 # --- selectors -------------------------------------------------------------------------------------------------
@@ -154,15 +151,13 @@ def model_create_for_script(*, name: str, format: str = "ifc") -> IfcModel:
 
 def _queue_conversion(model: IfcModel) -> None:
     """Inside a transaction holding the model row: a new revision; enqueue unless a job will pick it up anyway."""
-    from models_app.tasks import convert_model_task
-
     model.revision += 1
     model.status = IfcModel.Status.CONVERTING
     model.error = ""
     if model.job == IfcModel.Job.IDLE:
-        model.job = IfcModel.Job.QUEUED
+        model.job, model.attempts = IfcModel.Job.QUEUED, 0
         model.progress_phase, model.progress_percent = "queued", 0
-        convert_model_task.enqueue(model.id)  # same database, same transaction: both or neither
+        jobs.enqueue(CONVERSION, model.id)  # same database, same transaction: both or neither
     # queued: merged into the waiting job; running: the run sees the newer revision and runs again
     model.save()
 
@@ -217,48 +212,6 @@ def model_delete(model_id: str) -> None:
 # --- conversion run (inside a worker) --------------------------------------------------------------------------
 
 
-def worker_identity() -> str:
-    return process_identity()
-
-
-def worker_alive(identity: str, heartbeat_at) -> bool:
-    return process_alive(identity, heartbeat_at, STALE_HEARTBEAT_SECONDS)
-
-
-def _claim(model_id: str, identity: str) -> int | None:
-    with transaction.atomic():
-        model = IfcModel.objects.select_for_update().filter(pk=model_id).first()
-        if model is None or model.job != IfcModel.Job.QUEUED:
-            return None  # deleted meanwhile, or a duplicate task of a job already handled
-        model.job = IfcModel.Job.RUNNING
-        model.job_worker = identity
-        model.heartbeat_at = timezone.now()
-        model.progress_phase, model.progress_percent = "starting", 0
-        model.save(update_fields=["job", "job_worker", "heartbeat_at", "progress_phase", "progress_percent", "updated_at"])
-        return model.revision
-
-
-def throttled_progress(write):
-    """A conversion's on_progress: write(phase, percent clamped to 0..100) at most once per PROGRESS_WRITE_INTERVAL,
-    and always the final "done"."""
-    last_write = 0.0
-
-    def on_progress(phase: str, percent: int) -> None:
-        nonlocal last_write
-        now = time.monotonic()
-        if now - last_write >= PROGRESS_WRITE_INTERVAL or phase == "done":
-            write(phase, max(0, min(100, percent)))
-            last_write = now
-
-    return on_progress
-
-
-def _progress_writer(model_id: str):
-    return throttled_progress(lambda phase, percent: IfcModel.objects.filter(pk=model_id).update(
-        progress_phase=phase, progress_percent=percent, heartbeat_at=timezone.now()
-    ))
-
-
 def _link_or_copy(source: Path, target: Path) -> None:
     try:
         os.link(source, target)
@@ -298,47 +251,45 @@ def convert_ifc(source: Path, work_dir: Path, on_progress) -> PipelineResult:
 
 
 def run_conversion(model_id: str) -> None:
-    """The conversion task: converts the model's current IFC until no newer revision is waiting."""
-    revision = _claim(model_id, worker_identity())
-    if revision is None:
-        return
-    while True:
-        folder = model_dir(model_id)
-        work_dir = folder / f".convert-{uuid.uuid4().hex[:8]}"
-        source = work_dir / IFC_FILE
+    """The conversion task (core.jobs takes the job and calls convert_claimed)."""
+    jobs.take(CONVERSION, model_id)
+
+
+def convert_claimed(model: IfcModel) -> str | None:
+    """The conversion job's run: converts the model's current IFC; AGAIN when a newer revision arrived meanwhile."""
+    revision = model.revision
+    folder = model_dir(model.id)
+    work_dir = folder / f".convert-{uuid.uuid4().hex[:8]}"
+    source = work_dir / IFC_FILE
+    try:
         try:
             work_dir.mkdir()  # never parents: a deleted model's folder must not come back
             _link_or_copy(folder / IFC_FILE, source)  # the run converts this exact file even if model.ifc is replaced
-            result = convert_ifc(source, work_dir, _progress_writer(model_id))
+            result = convert_ifc(source, work_dir, jobs.progress_writer(CONVERSION, model))
         except OSError as exc:  # the model folder vanished (deleted) or the disk failed
             result = None
             error = f"conversion could not run: {exc}"
         else:
             error = result.error
         with transaction.atomic():
-            model = IfcModel.objects.select_for_update().filter(pk=model_id).first()
-            if model is None:
-                shutil.rmtree(work_dir, ignore_errors=True)
-                return
-            if model.revision != revision:
-                revision = model.revision  # the IFC changed during the run: convert again
-                model.progress_phase, model.progress_percent = "restarting", 0
-                model.save(update_fields=["progress_phase", "progress_percent", "updated_at"])
-                shutil.rmtree(work_dir, ignore_errors=True)
-                continue
+            current = IfcModel.objects.select_for_update().filter(pk=model.id).first()
+            if current is None:
+                return None
+            if current.revision != revision:  # the IFC changed during the run: convert again
+                current.progress_phase, current.progress_percent = "restarting", 0
+                current.save(update_fields=["progress_phase", "progress_percent", "updated_at"])
+                return jobs.AGAIN
             if result is not None and result.ok:
                 publish_outputs(work_dir, folder)
-                model.status, model.error = IfcModel.Status.READY, ""
-                model.size = source.stat().st_size  # a script run may have replaced the IFC
-                model.converted_ifc = file_signature(source)
+                # size: a script run may have replaced the IFC
+                outcome = {"status": IfcModel.Status.READY, "error": "", "size": source.stat().st_size, "converted_ifc": file_signature(source)}
             else:
-                model.status, model.error = IfcModel.Status.FAILED, error or "conversion failed"
-            model.job, model.job_worker = IfcModel.Job.IDLE, ""
-            model.progress_phase, model.progress_percent = "", 0
-            model.save()
+                outcome = {"status": IfcModel.Status.FAILED, "error": error or "conversion failed"}
+            jobs.finish(CONVERSION, model, progress_phase="", progress_percent=0, **outcome)
+    finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-        logger.info("conversion of %s finished: %s", model_id, model.status)
-        return
+    logger.info("conversion of %s finished: %s", model.id, outcome["status"])
+    return None
 
 
 def reconvert_changed_products() -> list[str]:
@@ -362,42 +313,9 @@ def reconvert_changed_products() -> list[str]:
 
 
 def recover_interrupted_conversions() -> list[str]:
-    """Re-queues conversions whose worker died (run at worker start). Returns the model ids re-queued."""
-    from models_app.tasks import convert_model_task
-
-    recovered = []
-    waiting = _models_with_waiting_tasks()
-    for model in IfcModel.objects.filter(status=IfcModel.Status.CONVERTING):
-        if model.job == IfcModel.Job.RUNNING and worker_alive(model.job_worker, model.heartbeat_at):
-            continue
-        if model.job == IfcModel.Job.QUEUED and model.id in waiting:
-            continue
-        with transaction.atomic():
-            claimed = IfcModel.objects.filter(pk=model.pk, job=model.job, job_worker=model.job_worker).update(
-                job=IfcModel.Job.QUEUED, job_worker="", progress_phase="queued", progress_percent=0
-            )
-            if claimed:
-                convert_model_task.enqueue(model.id)
-                recovered.append(model.id)
-        for leftover in model_dir(model.id).glob(".convert-*") if model.id in recovered else ():
-            shutil.rmtree(leftover, ignore_errors=True)
-    for model_id in recovered:
-        logger.warning("re-queued interrupted conversion of %s", model_id)
-    return recovered
-
-
-def waiting_task_args(task) -> list[list]:
-    """The arguments of the task's enqueued runs that no worker has taken yet."""
-    from django_tasks_db.models import DBTaskResult
-
-    waiting = DBTaskResult.objects.ready().filter(task_path=task.module_path).values_list("args_kwargs", flat=True)
-    return [args_kwargs.get("args") or [] for args_kwargs in waiting]
-
-
-def _models_with_waiting_tasks() -> set[str]:
-    from models_app.tasks import convert_model_task
-
-    return {model_id for args in waiting_task_args(convert_model_task) for model_id in args}
+    """Re-queues conversions whose worker died (at most their attempts, then failed) or whose task was lost. Returns
+    the model ids re-queued."""
+    return jobs.recover(CONVERSION)
 
 
 def remove_deleted_model_leftovers() -> None:

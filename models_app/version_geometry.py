@@ -4,8 +4,8 @@ version from its script in its sandbox), the conversion is the current model's c
 conversion workers on the same queue. Versions never change: a ready version is never converted again.
 
 States: queued -> converting -> ready | failed. A request while queued or converting answers that state; a failed
-one is queued again by the next request; a worker that dies mid-run leaves it to recovery (re-queued, at most
-MAX_ATTEMPTS runs)."""
+one is queued again by the next request; a worker that dies mid-run leaves it to recovery (core.jobs: re-queued, at
+most MAX_ATTEMPTS runs)."""
 
 from __future__ import annotations
 
@@ -16,19 +16,11 @@ import uuid
 from pathlib import Path
 
 from django.db import transaction
-from django.utils import timezone
 
+from core import jobs
 from models_app import edit_client
 from models_app.models import IfcModel, VersionGeometry
-from models_app.services import (
-    publish_outputs,
-    convert_ifc,
-    model_get,
-    throttled_progress,
-    waiting_task_args,
-    worker_alive,
-    worker_identity,
-)
+from models_app.services import convert_ifc, model_get, publish_outputs
 from models_app.storage import (
     IFC_FILE,
     METADATA_FILE,
@@ -42,6 +34,7 @@ from viewer_gateway.envelope import ApiError, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
+VERSION_GEOMETRY = "version_geometry"  # the job kind (models_app.jobs)
 MAX_ATTEMPTS = 3
 ERROR_TAIL_CHARS = 2048
 ACTIVE = (VersionGeometry.Status.QUEUED, VersionGeometry.Status.CONVERTING)
@@ -94,8 +87,6 @@ def _saved_versions(model_id: str) -> list[str]:
 def version_geometry_request(model_id: str, version: str) -> VersionGeometry:
     """Queues the conversion of a saved version's geometry once; answers its state. 40001 for a drawing or a
     version that is not v<n>, 40400 for a version the model has not saved."""
-    from models_app.tasks import convert_version_task
-
     model = model_get(model_id)
     if model.format == IfcModel.Format.DXF:
         raise InvalidInput(f"model {model.id} is a DXF drawing: drawings have no 3D geometry per version")
@@ -116,30 +107,11 @@ def version_geometry_request(model_id: str, version: str) -> VersionGeometry:
         geometry.status, geometry.error, geometry.attempts, geometry.worker = VersionGeometry.Status.QUEUED, "", 0, ""
         geometry.progress_phase, geometry.progress_percent = "queued", 0
         geometry.save()
-        convert_version_task.enqueue(model.id, version)  # same database, same transaction: both or neither
+        jobs.enqueue(VERSION_GEOMETRY, model.id, version)  # same database, same transaction: both or neither
     return geometry
 
 
 # --- the conversion (inside a conversion worker) ----------------------------------------------------------------
-
-
-def _claim(model_id: str, version: str, identity: str) -> VersionGeometry | None:
-    with transaction.atomic():
-        geometry = VersionGeometry.objects.select_for_update().filter(model_id=model_id, version=version).first()
-        if geometry is None or geometry.status != VersionGeometry.Status.QUEUED:
-            return None  # the model was deleted meanwhile, or a duplicate task of a conversion already handled
-        geometry.status, geometry.worker, geometry.heartbeat_at = VersionGeometry.Status.CONVERTING, identity, timezone.now()
-        geometry.attempts += 1
-        geometry.progress_phase, geometry.progress_percent = "starting", 0
-        geometry.save()
-        return geometry
-
-
-def _finish(geometry: VersionGeometry, **fields) -> None:
-    """Records the end of this worker's run, unless recovery gave the conversion to another worker meanwhile."""
-    VersionGeometry.objects.filter(pk=geometry.pk, status=VersionGeometry.Status.CONVERTING, worker=geometry.worker).update(
-        worker="", updated_at=timezone.now(), **fields
-    )
 
 
 def _publish_version(model_id: str, version: str, work_dir: Path) -> None:
@@ -161,13 +133,15 @@ def _publish_version(model_id: str, version: str, work_dir: Path) -> None:
 
 
 def run_version_conversion(model_id: str, version: str) -> None:
-    """The task: fetches the version's IFC from the edit service, converts it confined, publishes the outputs."""
-    geometry = _claim(model_id, version, worker_identity())
-    if geometry is None:
-        return
-    on_progress = throttled_progress(lambda phase, percent: VersionGeometry.objects.filter(
-        pk=geometry.pk, status=VersionGeometry.Status.CONVERTING, worker=geometry.worker
-    ).update(progress_phase=phase[:32], progress_percent=percent, heartbeat_at=timezone.now()))
+    """The task (core.jobs takes the job and calls convert_claimed_version)."""
+    jobs.take(VERSION_GEOMETRY, model_id, version)
+
+
+def convert_claimed_version(geometry: VersionGeometry) -> None:
+    """The version geometry job's run: fetches the version's IFC from the edit service, converts it confined,
+    publishes the outputs."""
+    model_id, version = geometry.model_id, geometry.version
+    on_progress = jobs.progress_writer(VERSION_GEOMETRY, geometry)
     root = version_geometry_root(model_id)
     work_dir = root / f".convert-{version}-{uuid.uuid4().hex[:8]}"
     try:
@@ -178,12 +152,12 @@ def run_version_conversion(model_id: str, version: str) -> None:
         result = convert_ifc(work_dir / IFC_FILE, work_dir, on_progress)
         if result.ok:
             _publish_version(model_id, version, work_dir)
-            _finish(geometry, status=VersionGeometry.Status.READY, error="", progress_phase="done", progress_percent=100)
+            jobs.finish(VERSION_GEOMETRY, geometry, status=VersionGeometry.Status.READY, error="", progress_phase="done", progress_percent=100)
         else:
-            _finish(geometry, status=VersionGeometry.Status.FAILED, error=(result.error or "conversion failed")[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
+            jobs.finish(VERSION_GEOMETRY, geometry, status=VersionGeometry.Status.FAILED, error=(result.error or "conversion failed")[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
     except (ApiError, OSError) as exc:  # the edit service could not give the IFC; the model folder vanished (deleted)
         message = str(exc.detail) if isinstance(exc, ApiError) else f"conversion could not run: {exc}"
-        _finish(geometry, status=VersionGeometry.Status.FAILED, error=message[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
+        jobs.finish(VERSION_GEOMETRY, geometry, status=VersionGeometry.Status.FAILED, error=message[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
     logger.info("conversion of %s of %s finished", version, model_id)
@@ -192,36 +166,13 @@ def run_version_conversion(model_id: str, version: str) -> None:
 # --- recovery (conversion workers, at start and periodically) --------------------------------------------------
 
 
-def _remove_leftovers(model_id: str, version: str) -> None:
-    root = version_geometry_root(model_id)
-    for pattern in (f".convert-{version}-*", f".publish-{version}-*"):
-        for leftover in root.glob(pattern):
-            shutil.rmtree(leftover, ignore_errors=True)
+def leftovers(geometry: VersionGeometry) -> list[Path]:
+    """The work and staging folders a conversion of the version left when its worker died."""
+    root = version_geometry_root(geometry.model_id)
+    return [path for pattern in (f".convert-{geometry.version}-*", f".publish-{geometry.version}-*") for path in root.glob(pattern)]
 
 
 def recover_interrupted_version_conversions() -> list[str]:
     """Conversions whose worker died are queued again (at most MAX_ATTEMPTS runs, then failed); queued ones whose
     task was lost are enqueued again. Returns "<model id>/<version>" of each re-queued conversion."""
-    from models_app.tasks import convert_version_task
-
-    recovered = []
-    waiting = {tuple(args) for args in waiting_task_args(convert_version_task)}
-    for geometry in VersionGeometry.objects.filter(status__in=ACTIVE):
-        if geometry.status == VersionGeometry.Status.CONVERTING and worker_alive(geometry.worker, geometry.heartbeat_at):
-            continue
-        if geometry.status == VersionGeometry.Status.QUEUED and (geometry.model_id, geometry.version) in waiting:
-            continue
-        with transaction.atomic():
-            still = VersionGeometry.objects.filter(pk=geometry.pk, status=geometry.status, worker=geometry.worker)
-            if geometry.attempts >= MAX_ATTEMPTS:
-                still.update(status=VersionGeometry.Status.FAILED, worker="", progress_phase="", progress_percent=0,
-                             error=f"the conversion worker died {geometry.attempts} times while converting this version")
-                continue
-            if not still.update(status=VersionGeometry.Status.QUEUED, worker="", progress_phase="queued", progress_percent=0):
-                continue
-            convert_version_task.enqueue(geometry.model_id, geometry.version)
-        recovered.append(f"{geometry.model_id}/{geometry.version}")
-        _remove_leftovers(geometry.model_id, geometry.version)
-    for name in recovered:
-        logger.warning("re-queued interrupted version conversion %s", name)
-    return recovered
+    return jobs.recover(VERSION_GEOMETRY)

@@ -8,7 +8,8 @@ from django_tasks_db.models import DBTaskResult
 
 from checks_app import services
 from checks_app.models import Check
-from checks_app.tasks import CHECK_QUEUE, run_check_task
+from core import jobs
+from core.jobs.tasks import CHECK_QUEUE
 from tests.checks.conftest import fire_ids
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
@@ -47,7 +48,7 @@ def test_requesters_take_turns_and_a_busy_one_waits(make_model):
                       for index, model in enumerate((first, first, second, second)))
 
     def order() -> list[str]:
-        return [check.id for check in services._fair_order(Check.objects.filter(status=Check.Status.QUEUED))]
+        return [check.id for check in services.fair_order(Check.objects.filter(status=Check.Status.QUEUED))]
 
     assert order()[0] == f1.id  # both waiting since their oldest check: first's is older
     Check.objects.filter(pk=f1.pk).update(status=Check.Status.RUNNING, started_at=timezone.now())
@@ -82,11 +83,11 @@ def test_lost_turns_are_given_back_once(api, make_model, put_ids):
     first, second = post_check(api, model.id, "a.ids"), post_check(api, model.id, "b.ids")
     assert services.recover_interrupted_checks() == []
 
-    DBTaskResult.objects.filter(args_kwargs__args=[second]).delete()  # a turn lost
+    DBTaskResult.objects.filter(args_kwargs__args=["check", second]).delete()  # a turn lost
     assert services.recover_interrupted_checks() == [second]
     assert services.recover_interrupted_checks() == []
-    assert sorted(args["args"][0] for args in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)) == sorted([first, second])
+    assert sorted(args["args"][1] for args in DBTaskResult.objects.ready().values_list("args_kwargs", flat=True)) == sorted([first, second])
 
-    run_check_task.enqueue(first)  # a turn too many finds nothing to run
+    jobs.enqueue("check", first)  # a turn too many finds nothing to run
     work_off_the_queue()
     assert set(Check.objects.values_list("status", flat=True)) == {Check.Status.DONE}

@@ -7,6 +7,8 @@ import psutil
 import pytest
 from django_tasks_db.models import DBTaskResult
 
+from core.identity import process_identity
+from core.jobs import lifecycle
 from models_app import services
 from models_app.conversion import runner
 from models_app.models import IfcModel
@@ -201,7 +203,7 @@ def test_progress_is_recorded_while_converting(monkeypatch):
         return real_run(*args, on_progress=record, **kwargs)
 
     monkeypatch.setattr(services, "run_pipeline", watch)
-    monkeypatch.setattr(services, "PROGRESS_WRITE_INTERVAL", 0)
+    monkeypatch.setattr(lifecycle, "PROGRESS_WRITE_INTERVAL", 0)
     services.run_conversion(model.id)
     phases = [phase for phase, _ in seen]
     assert phases[0] == "reading" and "geometry" in phases and phases[-1] == "done"
@@ -217,8 +219,8 @@ def test_recovery_requeues_conversions_of_dead_workers():
     DBTaskResult.objects.all().delete()
     IfcModel.objects.filter(pk=model.id).update(job="running", job_worker=identity)
     alive = uploaded("tiny2.ifc", MINIMAL_IFC)
-    DBTaskResult.objects.filter(args_kwargs__args=[alive.id]).delete()
-    IfcModel.objects.filter(pk=alive.id).update(job="running", job_worker=services.worker_identity())
+    DBTaskResult.objects.filter(args_kwargs__args=["conversion", alive.id]).delete()
+    IfcModel.objects.filter(pk=alive.id).update(job="running", job_worker=process_identity())
 
     assert services.recover_interrupted_conversions() == [model.id]
     model.refresh_from_db()

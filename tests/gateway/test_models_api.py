@@ -33,7 +33,7 @@ def test_upload_stores_file_and_queues_conversion(api):
     assert model["progress"] == {"phase": "queued", "percent": 0}
     assert model["id"].startswith("m_") and len(model["id"]) == 18
     assert (model_dir(model["id"]) / "model.ifc").read_bytes() == content
-    assert [r.args_kwargs["args"] for r in DBTaskResult.objects.all()] == [[model["id"]]]
+    assert [r.args_kwargs["args"] for r in DBTaskResult.objects.all()] == [["conversion", model["id"]]]
 
 
 def test_list_is_newest_first_and_get_returns_one(api):

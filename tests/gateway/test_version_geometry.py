@@ -14,6 +14,8 @@ import pytest
 from django.conf import settings
 from django_tasks_db.models import DBTaskResult
 
+from core import jobs
+from core.identity import process_identity
 from models_app import services, version_geometry
 from models_app.models import IfcModel, VersionGeometry
 from models_app.storage import model_dir, version_geometry_root
@@ -82,7 +84,7 @@ def file_url(model_id: str, version: str, name: str) -> str:
 
 
 def waiting_tasks(model_id: str, version: str) -> int:
-    return sum(r.args_kwargs["args"] == [model_id, version] for r in DBTaskResult.objects.ready())
+    return sum(r.args_kwargs["args"] == ["version_geometry", model_id, version] for r in DBTaskResult.objects.ready())
 
 
 def test_requested_once_converted_once_then_served(api, versioned, monkeypatch):
@@ -149,7 +151,7 @@ def test_unknown_versions_bad_patterns_and_drawings_are_refused_and_change_nothi
     drawing = services.model_create_for_script(name="plan.dxf", format="dxf")
     refused = api.post(geometry_url(drawing.id, "v1"))
     assert error(refused) == (400, 40001) and "drawing" in refused.json()["message"]
-    assert not VersionGeometry.objects.exists() and not DBTaskResult.objects.filter(task_path__endswith="convert_version_task").exists()
+    assert not VersionGeometry.objects.exists() and not jobs.waiting_args("version_geometry")
     assert not version_geometry_root(model_id).exists() and not version_geometry_root(drawing.id).exists()
 
 
@@ -208,7 +210,7 @@ def test_a_conversion_whose_worker_died_is_recovered_and_then_completes(api, ver
     body(api.post(geometry_url(model_id, "v2")))
     DBTaskResult.objects.all().delete()  # the worker took both tasks ...
     VersionGeometry.objects.filter(model_id=model_id, version="v1").update(status="converting", worker=dead_worker_identity(), attempts=1)
-    VersionGeometry.objects.filter(model_id=model_id, version="v2").update(status="converting", worker=services.worker_identity(), attempts=1)
+    VersionGeometry.objects.filter(model_id=model_id, version="v2").update(status="converting", worker=process_identity(), attempts=1)
     leftover = version_geometry_root(model_id) / ".convert-v1-0123abcd"
     leftover.mkdir(parents=True)
     (leftover / "model.ifc").write_text("half")  # ... and died converting v1; v2's worker (this process) lives

@@ -1,9 +1,8 @@
 from django.conf import settings
 
-from checks_app import services
-from checks_app.tasks import CHECK_QUEUE
+from core.jobs.tasks import CHECK_QUEUE
+from core.jobs.worker import QueueWorkerCommand
 from models_app.conversion.sandbox import ConversionLimits
-from models_app.queue_worker import QueueWorkerCommand
 
 
 class Command(QueueWorkerCommand):
@@ -13,6 +12,3 @@ class Command(QueueWorkerCommand):
 
     def prepare(self) -> None:
         self.stdout.write(ConversionLimits.from_config(settings.VIEWER).cgroup_policy.startup_line("IDS checks"))
-
-    def recover(self) -> list[str]:
-        return services.recover_interrupted_checks()

@@ -3,10 +3,10 @@ import time
 
 from django.conf import settings
 
-from models_app import services, trash_services, version_geometry
+from core.jobs.tasks import CONVERSION_QUEUE
+from core.jobs.worker import QueueWorkerCommand
+from models_app import services, trash_services
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, zygote_for
-from models_app.queue_worker import QueueWorkerCommand
-from models_app.tasks import CONVERSION_QUEUE
 from sandboxing.cgroups import remove_stale
 from viewer_gateway.config import require_converter
 
@@ -31,9 +31,6 @@ class Command(QueueWorkerCommand):
             logger.error("%s (each conversion tries again)", exc)
         services.remove_deleted_model_leftovers()
         self.next_trash_purge = 0.0
-
-    def recover(self) -> list[str]:
-        return services.recover_interrupted_conversions() + version_geometry.recover_interrupted_version_conversions()
 
     def periodic(self) -> None:
         """Also converts IFCs the edit service replaced without the gateway knowing, and purges the trash items past

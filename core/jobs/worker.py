@@ -1,5 +1,6 @@
-"""A task worker process: django-tasks' db_worker on one queue, plus a thread that keeps re-queuing the work of
-workers that died while this one runs (not only at the next start). Conversion and IDS check workers are both this."""
+"""A task worker process: django-tasks' db_worker on one queue, plus a thread that keeps recovering the jobs of
+workers that died (every job kind on the queue; not only at the next start). Conversion and IDS check workers are
+both this."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import time
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connections
+
+from core.jobs import lifecycle
+from core.jobs.kinds import kinds_on
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +30,8 @@ class QueueWorkerCommand(BaseCommand):
         """Startup work before the first task (checks of the environment, warm processes)."""
 
     def recover(self) -> list[str]:
-        """Re-queues the work of dead workers; returns its ids."""
-        raise NotImplementedError
+        """Recovers the jobs of dead workers of every kind on the queue; returns the names of those given a task."""
+        return [name for kind in kinds_on(self.queue_name) for name in lifecycle.recover(kind)]
 
     def periodic(self) -> None:
         """What the watcher thread does every recovery interval."""
@@ -38,7 +42,7 @@ class QueueWorkerCommand(BaseCommand):
             time.sleep(interval)
             try:
                 self.periodic()
-            except Exception:  # noqa: BLE001 - the watcher must survive a database hiccup
+            except Exception:
                 logger.exception("checking for interrupted %s failed", self.what)
             finally:
                 connections.close_all()
