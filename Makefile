@@ -1,6 +1,7 @@
 # make run  : set everything up and start gateway, conversion workers, edit service and check worker under supervisord
 #            (foreground; a dead process is restarted; Ctrl-C stops all; docs/operations/supervisor.md)
 # make test : set everything up and run the whole test suite
+# make lint : the import contract (.importlinter) and the lint (ruff.toml); docs/development.md
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,7 +13,7 @@ WEB_STAMP := frontend/dist/.built
 export VIEWER_CONFIG ?= ./server_config.json
 export EDIT_SERVICE_PORT ?= 8100
 
-.PHONY: run test setup prerequisites test-prerequisites bench clean
+.PHONY: run test lint setup prerequisites test-prerequisites bench clean
 
 setup: prerequisites $(PIP_STAMP) $(CONVERTER_BUNDLE) $(WEB_STAMP)
 
@@ -59,6 +60,10 @@ test: setup test-prerequisites
 		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \
 		$(PY) -m pytest -m storage; \
 	fi
+
+lint: $(PIP_STAMP)
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check --no-cache .
 
 bench: setup
 	$(PY) bench/conversion.py

@@ -102,7 +102,7 @@ def main() -> None:
         finally:
             stack.stop()
     anchor = results["anchor GET /api/v1/models/{id}"]
-    for name, figures in results.items():
+    for figures in results.values():
         figures["rpsRatioToAnchor"] = round(figures["rps"] / anchor["rps"], 3)
         figures["p50RatioToAnchor"] = round(figures["p50ms"] / anchor["p50ms"], 3)
     print(json.dumps({"clients": args.clients, "seconds": args.seconds, "database": "SQLite (embedded default)", "results": results}, indent=2))

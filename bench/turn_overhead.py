@@ -101,7 +101,7 @@ def abort_latency(stack: Stack, fake: FakeOpenAI, repeat: int) -> dict:
                 raise RuntimeError(f"not an abort of a held reply: {aborted}, provider request ended: {held['seconds']}")
             latencies.append((idle.received - posted) * 1000)
             fake.release()
-            poll(lambda: held["seconds"], lambda seconds: seconds is not None, timeout=60)  # the held request has ended
+            poll(lambda: held["seconds"], lambda seconds: seconds is not None, timeout=60)  # noqa: B023 - the held request has ended (polled in this turn)
     finally:
         fake.release()
         sse.close()

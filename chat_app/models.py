@@ -81,7 +81,7 @@ class Turn(models.Model):
     writer of `state`):
 
         queued -> claimed -> running -> finished
-                                 \-> waiting (a question or permission request) -> claimed -> running -> ...
+                                 `-> waiting (a question or permission request) -> claimed -> running -> ...
 
     A session has at most one active turn (claimed, running or waiting); queued turns start in the order they were
     taken. `runner` names the gateway process working on a claimed or running turn."""

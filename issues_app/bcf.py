@@ -325,7 +325,7 @@ def _extensions(topics: list[TopicRecord]) -> bcf_model.Extensions:
         topic_types=bcf_model.ExtensionsTopicTypes(topic_type=collect([DEFAULT_TOPIC_TYPE, *(t.topic_type for t in topics)])),
         topic_statuses=bcf_model.ExtensionsTopicStatuses(topic_status=collect([*STATUS_TO_BCF.values(), *(bcf_status(t.status, t.topic_status) for t in topics)])),
         priorities=bcf_model.ExtensionsPriorities(priority=collect(t.priority for t in topics)),
-        topic_labels=bcf_model.ExtensionsTopicLabels(topic_label=collect([PROVENANCE_LABEL_PREFIX + "UI", PROVENANCE_LABEL_PREFIX + "AI", *(l for t in topics for l in t.labels)])),
+        topic_labels=bcf_model.ExtensionsTopicLabels(topic_label=collect([PROVENANCE_LABEL_PREFIX + "UI", PROVENANCE_LABEL_PREFIX + "AI", *(label for t in topics for label in t.labels)])),
         users=bcf_model.ExtensionsUsers(user=collect(t.assigned_to for t in topics)),
         stages=bcf_model.ExtensionsStages(stage=collect(t.stage for t in topics)),
     )

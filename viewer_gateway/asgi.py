@@ -15,8 +15,8 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from chat_app.lifecycle import bind_server_loop
-from viewer_gateway.edge import route_name, trusted_scope
+from chat_app.lifecycle import bind_server_loop  # noqa: E402 - after Django is set up
+from viewer_gateway.edge import route_name, trusted_scope  # noqa: E402
 
 EVENT_STREAM_ROUTES = frozenset({"chat-events"})
 

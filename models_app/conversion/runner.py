@@ -284,7 +284,7 @@ def main(argv=None) -> int:
 
         def progress(phase: str, percent: int) -> None:
             if args.serve:
-                event(phase=phase, percent=percent, seconds=round(time.monotonic() - started, 3))
+                event(phase=phase, percent=percent, seconds=round(time.monotonic() - started, 3))  # noqa: B023 - used during this conversion only
             else:
                 print(f"{phase} {percent}%", flush=True)
 

@@ -95,7 +95,7 @@ def converter_mounts(node_bin: str, converter_script: Path, protected: list[Path
     if not str(prefix).startswith("/usr"):
         folders.append(prefix)
     mounts = []
-    for folder in dict.fromkeys(f for folder in folders for f in _both_paths(folder)):
+    for folder in dict.fromkeys(path for given in folders for path in _both_paths(given)):
         for secret in protected:
             if secret == folder or folder in secret.parents:
                 raise ConversionUnavailable(

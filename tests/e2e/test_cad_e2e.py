@@ -43,7 +43,7 @@ def turn(stack, fake, sse, cid, *replies, allow=True):
     last = sse.frames[-1].id if sse.frames else None
     ok(stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "go"}))
     while True:
-        frame = sse.wait_for(lambda f: (f.id or 0) > (last or 0) and f.event in ("question.ask", "session.idle"), timeout=180)
+        frame = sse.wait_for(lambda f: (f.id or 0) > (last or 0) and f.event in ("question.ask", "session.idle"), timeout=180)  # noqa: B023 - called in this iteration
         if frame.event == "session.idle":
             return frame
         last = frame.id

@@ -88,7 +88,7 @@ def test_with_the_token_the_route_limits_apply_as_before(gateway):
     assert (status, body["code"]) == (400, 40002)
     ids_upload = f"PUT /api/v1/projects/p_0123456789abcdef/ids/fire.ids HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer {TOKEN}\nContent-Type: application/xml\nContent-Length: 6000000\n"
     assert raw_request(gateway, ids_upload)[1]["code"] == 40002
-    status, body = raw_request(gateway, f"POST /api/v1/models HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer wrong\nContent-Type: multipart/form-data; boundary=b\nContent-Length: 50000000000\n")
+    status, body = raw_request(gateway, "POST /api/v1/models HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer wrong\nContent-Type: multipart/form-data; boundary=b\nContent-Length: 50000000000\n")
     assert (status, body["code"]) == (401, 40100)
 
 

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from unittest import mock
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from edit_service.engine import scripts

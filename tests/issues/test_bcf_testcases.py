@@ -123,7 +123,7 @@ def expected_viewpoint(files: dict, folder: str, view_point) -> dict:
     hints = visibility.find("ViewSetupHints")
     return {
         "guid": view_point.get("Guid"), **cameras,
-        "lines": [{"start_point": _xyz(l.find("StartPoint")), "end_point": _xyz(l.find("EndPoint"))} for l in visinfo.iter("Line")],
+        "lines": [{"start_point": _xyz(line.find("StartPoint")), "end_point": _xyz(line.find("EndPoint"))} for line in visinfo.iter("Line")],
         "clipping_planes": [{"location": _xyz(p.find("Location")), "direction": _xyz(p.find("Direction"))} for p in visinfo.iter("ClippingPlane")],
         "components": {
             "selection": _components(components.find("Selection")),
@@ -162,8 +162,8 @@ def test_every_test_case_imports_with_fields_comments_and_complete_viewpoints(ap
         assert _api_instant(issue["dueDate"]) == _instant(topic.findtext("DueDate"))
         assert issue["assignedTo"] == (topic.findtext("AssignedTo") or "") and issue["stage"] == (topic.findtext("Stage") or "")
         assert issue["priority"] == (topic.findtext("Priority") or "")
-        assert issue["labels"] == [l.text for l in topic.iter("Label")]
-        assert issue["referenceLinks"] == [l.text for l in topic.iter("ReferenceLink")]
+        assert issue["labels"] == [label.text for label in topic.iter("Label")]
+        assert issue["referenceLinks"] == [link.text for link in topic.iter("ReferenceLink")]
         assert issue["relatedTopics"] == [r.get("Guid") for r in topic.iter("RelatedTopic")]
         assert [(r["guid"], r["documentGuid"], r["url"], r["description"]) for r in issue["documentReferences"]] == [
             (r.get("Guid"), r.findtext("DocumentGuid"), r.findtext("Url"), r.findtext("Description")) for r in topic.iter("DocumentReference")

@@ -103,8 +103,8 @@ def test_schema_violations_are_40001_with_the_path_and_write_nothing(api, projec
 def test_bad_json_unknown_names_projects_and_versions(api, project):
     assert api.generic("PUT", url(project, "plan"), "{nope", content_type="application/json").json()["code"] == 40001
     assert api.put(url(project, "drawings"), PLAN, format="json").json()["code"] == 40400
-    assert api.get(f"/api/v1/projects/p_0000000000000000/plan").json()["code"] == 40400
-    assert api.get(f"/api/v1/projects/../plan").status_code == 404
+    assert api.get("/api/v1/projects/p_0000000000000000/plan").json()["code"] == 40400
+    assert api.get("/api/v1/projects/../plan").status_code == 404
     assert api.get(url(project, "plan_history/v9/current/diff")).json()["code"] == 40400
     assert api.get(url(project, "plan_history/latest/current/diff")).json()["code"] == 40001
     assert PlanVersion.objects.count() == 0
