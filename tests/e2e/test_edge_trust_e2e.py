@@ -33,8 +33,9 @@ PREFIXES = ["", "/admin", "/static"]
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
-    """A gateway alone (no workers, no edit service) with apiToken set, on the real server."""
-    running = Stack(tmp_path_factory.mktemp("edge"), token=TOKEN, workers=0)
+    """A gateway alone (no workers, no edit service) with apiToken set, on the real server. It sends thousands of
+    wrong tokens on purpose: the guessing throttle (tested in test_gateway_low_findings_e2e) is set out of reach."""
+    running = Stack(tmp_path_factory.mktemp("edge"), token=TOKEN, workers=0, config={"tokenFailureLimit": 10**9})
     running.session.headers.pop("Authorization")  # this test speaks as a client without the token
     running.migrate()
     running.start_gateway()

@@ -12,7 +12,7 @@ from viewer_gateway.edge import trusted_scope
 pytestmark = pytest.mark.django_db
 
 TOKEN = "s3cret-token"
-SAMPLE_VALUES = {"model_id": "m_0123456789abcdef", "issue_id": "i_0123456789ab", "entity_id": "2O2Fr$t4X7Zf8NOew3FLOH", "file_name": "i_0123456789ab.png",
+SAMPLE_VALUES = {"item_id": "m_0123456789abcdef", "model_id": "m_0123456789abcdef", "issue_id": "i_0123456789ab", "entity_id": "2O2Fr$t4X7Zf8NOew3FLOH", "file_name": "i_0123456789ab.png",
                  "project_id": "p_0123456789abcdef", "cid": "c_0123456789abcdef", "name": "plan", "base": "v1", "target": "v2",
                  "check_id": "chk_0123456789abcdef", "comment_id": "5d7e1f8a-0000-4000-8000-00000000000a",
                  "version": "v1"}
@@ -61,7 +61,9 @@ def test_every_non_exempt_route_needs_the_token(client, viewer_config, path):
 def test_docs_page_is_anonymous_but_the_schema_is_not(client, viewer_config):
     viewer_config(apiToken=TOKEN)
     page = client.get("/api/v1/docs")
-    assert page.status_code == 200 and b"viewerApiToken" in page.content  # asks for the token, sends it
+    assert page.status_code == 200 and b'src="/api/v1/docs?script="' in page.content  # no inline script (the CSP)
+    script = client.get("/api/v1/docs", {"script": ""})
+    assert script.status_code == 200 and b"viewerApiToken" in script.content  # asks for the token, sends it
     assert client.get("/api/v1/openapi.json").status_code == 401
     assert client.get("/api/v1/openapi.json", HTTP_AUTHORIZATION=f"Bearer {TOKEN}").status_code == 200
 
