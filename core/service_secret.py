@@ -3,17 +3,18 @@
 It lives in the shared data directory, `{dataDir}/service-secret`, readable by its owner only (mode 0600), so
 anyone who may call the edit service can read it with no configuration: the gateway and the edit service run as the
 same user on the same data directory, and that user can read every model there anyway. Whichever process needs it
-first creates it: the random value is written to a private temporary file which is then hard-linked into place,
-so the file appears complete or not at all and only one value ever wins (a link, like O_EXCL, fails when the name
-exists). Nothing caches it: a process reads the file each time, so a secret replaced on disk takes effect at once.
+first creates it (core.files.create_once: a private temporary file hard-linked into place, so the file appears
+complete or not at all and only one value ever wins). Nothing caches it: a process reads the file each time, so a
+secret replaced on disk takes effect at once.
 """
 
 from __future__ import annotations
 
 import hmac
-import os
 import secrets
 from pathlib import Path
+
+from core.files import create_once
 
 HEADER = "X-Service-Secret"
 FILE_NAME = "service-secret"
@@ -49,21 +50,10 @@ def ensure_secret(data_dir: Path | str) -> str:
 
 
 def _create(path: Path) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="ascii") as handle:
-            handle.write(secrets.token_urlsafe(_SECRET_BYTES) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            pass  # another process came first: its secret stands
+        create_once(path, secrets.token_urlsafe(_SECRET_BYTES) + "\n")
     except OSError as exc:
         raise SecretUnavailable(f"the service secret {path} cannot be created: {exc.strerror or exc}") from None
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def secret_matches(presented: str | None, secret: str) -> bool:

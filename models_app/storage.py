@@ -1,12 +1,13 @@
-"""Where a model's files live in the shared data directory, and atomic publishing of files."""
+"""Where a model's files live in the shared data directory."""
 
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from django.conf import settings
 
+# moved to core/files.py; re-exported for models_app/services.py, version_geometry.py and issues_app/services.py
+from core.files import fsync_dir, publish_file, temp_path_beside  # noqa: F401
+from core.files import write_atomic as publish_text  # noqa: F401
 from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, METADATA_FILE
 from models_app.conversion.runner import XKT_FILE
 from models_app.models import MODEL_ID_PATTERN, VERSION_PATTERN
@@ -72,31 +73,3 @@ def file_signature(path: Path) -> str:
     """Changes whenever the file is replaced or rewritten (inode, size, mtime)."""
     stat = path.stat()
     return f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}"
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def publish_file(source: Path, target: Path) -> None:
-    """Move a finished file into place so readers see either the old or the new file, never a partial one."""
-    with open(source, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(source, target)
-    fsync_dir(target.parent)
-
-
-def publish_text(target: Path, text: str) -> None:
-    staged = temp_path_beside(target)
-    staged.write_text(text, encoding="utf-8")
-    publish_file(staged, target)
-
-
-def temp_path_beside(target: Path, suffix: str = ".tmp") -> Path:
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-    os.close(fd)
-    return Path(name)

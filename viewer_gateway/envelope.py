@@ -17,65 +17,34 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+# the codes and errors live in core/errors.py; the names marked noqa are only re-exported for modules that import them from here
+from core.errors import (
+    CONFLICT,  # noqa: F401
+    CROSS_SITE,  # noqa: F401
+    HTTP_STATUS,
+    INTERNAL,
+    INVALID,
+    NOT_FOUND,
+    OK,
+    TOO_LARGE,
+    TOO_MANY_REQUESTS,  # noqa: F401
+    UNAUTHORIZED,
+    UPSTREAM,  # noqa: F401
+    ApplicationError,
+    Conflict,  # noqa: F401
+    Invalid,
+    NotFound,  # noqa: F401
+    TooLarge,
+    Upstream,
+)
 from viewer_gateway.host_paths import neutral_paths, neutral_paths_in_json
 
 logger = logging.getLogger(__name__)
 
-OK = 0
-INVALID = 40001
-TOO_LARGE = 40002
-UNAUTHORIZED = 40100
-CROSS_SITE = 40300
-# an extension of the spec: too many failed token attempts or open event streams from one client address (HTTP 429)
-TOO_MANY_REQUESTS = 42900
-NOT_FOUND = 40400
-CONFLICT = 40900
-INTERNAL = 50000
-UPSTREAM = 50200
-
-HTTP_STATUS = {
-    INVALID: 400,
-    TOO_LARGE: 400,
-    UNAUTHORIZED: 401,
-    CROSS_SITE: 403,
-    NOT_FOUND: 404,
-    CONFLICT: 409,
-    TOO_MANY_REQUESTS: 429,
-    INTERNAL: 500,
-    UPSTREAM: 502,
-}
-
-
-class ApiError(exceptions.APIException):
-    """A business error with an envelope code. Services raise it; the exception handler renders it."""
-
-    code = INVALID
-
-    def __init__(self, message: str, code: int | None = None, data=None, http_status: int | None = None):
-        self.code = code if code is not None else self.code
-        self.status_code = http_status or HTTP_STATUS[self.code]
-        self.data = data
-        super().__init__(message)
-
-
-class InvalidInput(ApiError):
-    code = INVALID
-
-
-class TooLarge(ApiError):
-    code = TOO_LARGE
-
-
-class NotFound(ApiError):
-    code = NOT_FOUND
-
-
-class Conflict(ApiError):
-    code = CONFLICT
-
-
-class UpstreamError(ApiError):
-    code = UPSTREAM
+# the old names of core.errors' classes, for the services that still use them
+ApiError = ApplicationError
+InvalidInput = Invalid
+UpstreamError = Upstream
 
 
 def envelope(data=None, code: int = OK, message: str = "ok") -> dict:
@@ -117,9 +86,9 @@ def _first_message(detail) -> str:
     return str(detail)
 
 
-def _envelope_for(exc: exceptions.APIException) -> tuple[int, str, object, int]:
-    if isinstance(exc, ApiError):
-        return exc.code, str(exc.detail), exc.data, exc.status_code
+def _envelope_for(exc: ApplicationError | exceptions.APIException) -> tuple[int, str, object, int]:
+    if isinstance(exc, ApplicationError):
+        return exc.code, exc.message, exc.data, exc.status
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
         return UNAUTHORIZED, "missing or invalid bearer token", None, 401
     if isinstance(exc, exceptions.NotFound):
@@ -137,7 +106,7 @@ def envelope_exception_handler(exc, context):
         exc = exceptions.NotFound()
     elif isinstance(exc, RequestDataTooBig):
         exc = TooLarge("request body exceeds the size limit of this route")
-    if not isinstance(exc, exceptions.APIException):
+    if not isinstance(exc, (ApplicationError, exceptions.APIException)):
         logger.exception("unhandled error in %s", context.get("view"))
         response = Response(envelope(None, INTERNAL, "internal server error"), status=500)
     else:

@@ -2,45 +2,32 @@
 
 import os
 import secrets
-import tempfile
 from datetime import timedelta
 from pathlib import Path
 
-from viewer_gateway.config import load_config_or_defaults
+from core.files import create_once
+from viewer_gateway.config import load_config_or_exit
 from viewer_gateway.database import database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-# A malformed configuration is reported by the system check gateway.E001 (viewer_gateway/checks.py), which stops every
-# command that runs the checks; meanwhile the defaults stand in, and nothing is written and no database opened.
-VIEWER, VIEWER_CONFIG_ERROR = load_config_or_defaults()
+VIEWER = load_config_or_exit()
 DATA_DIR = VIEWER.dataDir
 MODELS_DIR = DATA_DIR / "models"
 UPLOAD_TMP_DIR = DATA_DIR / "tmp"
-if VIEWER_CONFIG_ERROR is None:
-    for _folder in (MODELS_DIR, UPLOAD_TMP_DIR, DATA_DIR / "static"):
-        _folder.mkdir(parents=True, exist_ok=True)
+for _folder in (MODELS_DIR, UPLOAD_TMP_DIR, DATA_DIR / "static"):
+    _folder.mkdir(parents=True, exist_ok=True)
 
 
 def _secret_key() -> str:
     """A per-data-directory secret, created once, so admin sessions survive restarts. Processes starting together
-    race to create it: each writes its own temp file and links it into place; the first link wins."""
+    race to create it: the first one wins (core.files.create_once)."""
     path = DATA_DIR / "secret_key"
     if not path.exists():
-        fd, tmp = tempfile.mkstemp(prefix=".secret_key.", dir=DATA_DIR)
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(secrets.token_urlsafe(50))
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.link(tmp, path)
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(tmp)
+        create_once(path, secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (_secret_key() if VIEWER_CONFIG_ERROR is None else secrets.token_urlsafe(50))
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _secret_key()
 DEBUG = os.environ.get("VIEWER_DEBUG") == "1"
 ALLOWED_HOSTS = VIEWER.allowed_host_names()
 
@@ -65,7 +52,6 @@ INSTALLED_APPS = [
     "chat_app",
     "plans_app",
     "checks_app",
-    "viewer_gateway",  # label "gateway": the configuration checks, run_gateway
 ]
 
 MIDDLEWARE = [
@@ -120,7 +106,7 @@ TEMPLATES = [
 ASGI_APPLICATION = "viewer_gateway.asgi.application"
 WSGI_APPLICATION = "viewer_gateway.wsgi.application"
 
-DATABASES = {"default": database_settings(VIEWER.pgDSN, DATA_DIR)} if VIEWER_CONFIG_ERROR is None else {}
+DATABASES = {"default": database_settings(VIEWER.pgDSN, DATA_DIR)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 TASKS = {
@@ -170,7 +156,7 @@ WHITENOISE_IMMUTABLE_FILE_TEST = r"^/static/viewer/chunks/[^/]+-[A-Z0-9]{8}\.(js
 
 # Uploads stream into the data directory (same filesystem as the models, so publishing is a rename).
 FILE_UPLOAD_HANDLERS = ["viewer_gateway.uploads.SizeLimitedUploadHandler"]
-FILE_UPLOAD_TEMP_DIR = str(UPLOAD_TMP_DIR) if VIEWER_CONFIG_ERROR is None else None
+FILE_UPLOAD_TEMP_DIR = str(UPLOAD_TMP_DIR)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 0
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 

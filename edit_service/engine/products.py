@@ -15,11 +15,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.files import place_file
 from edit_service.engine import analysis, scripts, semantic_diff
 from edit_service.engine.errors import RunFailed
 from edit_service.engine.kinds import IFC, ModelKind
 from edit_service.engine.sandbox import Sandbox
-from edit_service.engine.store import ModelFiles, place_file, read_json, write_json_atomic
+from edit_service.engine.store import ModelFiles, read_json, write_json_atomic
 
 logger = logging.getLogger(__name__)
 

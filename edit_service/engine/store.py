@@ -1,18 +1,18 @@
-"""A model's files in the shared data directory, atomic writes and the per-model lock."""
+"""A model's files in the shared data directory, atomic writes (core/files.py) and the per-model lock."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+# place_file moved to core/files.py; re-exported for edit_service/engine/workflow.py
+from core.files import place_file  # noqa: F401
+from core.files import write_atomic as write_file_atomic
 from edit_service.engine.errors import Conflict, NotFound
 from edit_service.engine.kinds import kind_of
 
@@ -24,49 +24,13 @@ _process_locks_guard = threading.Lock()
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
-    """Temp file in the same folder, fsync, rename: readers see the old or the new file, never a partial one. The
-    folder must exist: nothing here creates folders, so a model deleted meanwhile is never brought back."""
+    """core.files.write_atomic; NotFound when the model's folder is gone (the model was deleted meanwhile)."""
     try:
-        fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        write_file_atomic(path, data)
     except FileNotFoundError:
+        if path.parent.is_dir():
+            raise
         raise NotFound(f"{path.parent} is gone (the model was deleted)") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def place_file(source: Path, target: Path, *, keep_source: bool) -> None:
-    """Puts an existing file at `target` atomically: a hard link when the source stays (same filesystem, no copy of
-    a large IFC; safe because published files are only ever replaced by rename, never rewritten in place), else a
-    rename. Never use it to hand a file to a sandbox run folder: the sandbox could write through the link."""
-    temp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    temp.unlink(missing_ok=True)
-    if keep_source:
-        try:
-            os.link(source, temp)
-        except OSError:  # another filesystem: copy
-            shutil.copyfile(source, temp)
-    else:
-        os.replace(source, temp)
-    with open(temp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(temp, target)
-    _fsync_dir(target.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def write_json_atomic(path: Path, payload) -> None:

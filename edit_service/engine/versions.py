@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from core.files import place_file
 from edit_service.engine.errors import NotFound
 from edit_service.engine.staging import now_iso
-from edit_service.engine.store import VERSION_RE, ModelFiles, place_file, read_json, write_atomic, write_json_atomic
+from edit_service.engine.store import VERSION_RE, ModelFiles, read_json, write_atomic, write_json_atomic
 
 
 class Versions:
