@@ -6,16 +6,19 @@ from datetime import timedelta
 from pathlib import Path
 
 from core.files import create_once
-from viewer_gateway.config import load_config_or_exit
+from viewer_gateway.config import load_config_or_defaults
 from viewer_gateway.database import database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VIEWER = load_config_or_exit()
+# A malformed configuration is reported by the system check gateway.E001 (viewer_gateway/checks.py), which stops every
+# command that runs the checks; meanwhile the defaults stand in, and nothing is written and no database opened.
+VIEWER, VIEWER_CONFIG_ERROR = load_config_or_defaults()
 DATA_DIR = VIEWER.dataDir
 MODELS_DIR = DATA_DIR / "models"
 UPLOAD_TMP_DIR = DATA_DIR / "tmp"
-for _folder in (MODELS_DIR, UPLOAD_TMP_DIR, DATA_DIR / "static"):
-    _folder.mkdir(parents=True, exist_ok=True)
+if VIEWER_CONFIG_ERROR is None:
+    for _folder in (MODELS_DIR, UPLOAD_TMP_DIR, DATA_DIR / "static"):
+        _folder.mkdir(parents=True, exist_ok=True)
 
 
 def _secret_key() -> str:
@@ -27,7 +30,7 @@ def _secret_key() -> str:
     return path.read_text().strip()
 
 
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or _secret_key()
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or (_secret_key() if VIEWER_CONFIG_ERROR is None else secrets.token_urlsafe(50))
 DEBUG = os.environ.get("VIEWER_DEBUG") == "1"
 ALLOWED_HOSTS = VIEWER.allowed_host_names()
 
@@ -52,6 +55,7 @@ INSTALLED_APPS = [
     "chat_app",
     "plans_app",
     "checks_app",
+    "viewer_gateway",  # label "gateway": the configuration checks, run_gateway
 ]
 
 MIDDLEWARE = [
@@ -106,7 +110,7 @@ TEMPLATES = [
 ASGI_APPLICATION = "viewer_gateway.asgi.application"
 WSGI_APPLICATION = "viewer_gateway.wsgi.application"
 
-DATABASES = {"default": database_settings(VIEWER.pgDSN, DATA_DIR)}
+DATABASES = {"default": database_settings(VIEWER.pgDSN, DATA_DIR)} if VIEWER_CONFIG_ERROR is None else {}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 TASKS = {
@@ -156,7 +160,7 @@ WHITENOISE_IMMUTABLE_FILE_TEST = r"^/static/viewer/chunks/[^/]+-[A-Z0-9]{8}\.(js
 
 # Uploads stream into the data directory (same filesystem as the models, so publishing is a rename).
 FILE_UPLOAD_HANDLERS = ["viewer_gateway.uploads.SizeLimitedUploadHandler"]
-FILE_UPLOAD_TEMP_DIR = str(UPLOAD_TMP_DIR)
+FILE_UPLOAD_TEMP_DIR = str(UPLOAD_TMP_DIR) if VIEWER_CONFIG_ERROR is None else None
 FILE_UPLOAD_MAX_MEMORY_SIZE = 0
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
