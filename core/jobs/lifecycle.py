@@ -77,7 +77,7 @@ def progress_writer(kind: JobKind | str, job: models.Model) -> Callable[[str, in
     0..100) with a heartbeat at most once per PROGRESS_WRITE_INTERVAL, and always the final "done"."""
     kind = _kind(kind)
     phase_length = kind.model._meta.get_field("progress_phase").max_length
-    last_write = 0.0
+    last_write = float("-inf")  # the first write goes through
 
     def on_progress(phase: str, percent: int) -> None:
         nonlocal last_write
