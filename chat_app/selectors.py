@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Q
 
 from chat_app.models import ChatSession
-from models_app.project_selectors import project_models
+from models_app.selectors import project_models
 
 
 def visible_sessions():

@@ -14,8 +14,7 @@ from chat_app.models import INTERRUPT_ID_PATTERN, SESSION_ID_PATTERN, ChatSessio
 from chat_app.parts import text_part
 from chat_app.selectors import visible_sessions
 from models_app.models import IfcModel, Project
-from models_app.project_selectors import project_exists, project_models, project_of_model
-from models_app.services import model_get
+from models_app.selectors import model_get, project_exists, project_models, project_of_model
 from viewer_gateway.envelope import InvalidInput, NotFound
 
 SESSION_ID_RE = re.compile(rf"^{SESSION_ID_PATTERN}$")

@@ -4,7 +4,7 @@ where projects live (chat_app today), so moving Project means changing these lin
 from __future__ import annotations
 
 from models_app.models import IfcModel, Project
-from models_app.project_selectors import project_get
+from models_app.selectors import project_get
 
 __all__ = ["Project", "project_get", "project_of_model"]
 

@@ -6,7 +6,7 @@ import re
 
 from checks_app.models import CHECK_ID_PATTERN, IDS_NAME_PATTERN, Check, IdsFile
 from checks_app.projects import project_get
-from models_app.services import model_get
+from models_app.selectors import model_get
 from viewer_gateway.envelope import NotFound
 
 CHECK_ID_RE = re.compile(rf"^{CHECK_ID_PATTERN}$")

@@ -1,18 +1,30 @@
-"""Read-side queries of the review records: issue rows for the list, the IFC values behind overrides."""
+"""Read-side queries of the review records: issues, comments, issue images, overrides and change entries of a
+model, the issue rows for the list, the IFC values behind overrides."""
 
 from __future__ import annotations
 
 import datetime
 import json
+import re
 import threading
 from collections import OrderedDict
 from functools import lru_cache
+from pathlib import Path
 
 import orjson
 from django.db import connection
 
-from issues_app.models import OVERRIDE_FIELDS, Issue
-from models_app.storage import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, METADATA_FILE, model_file
+from issues_app.issue_files import IMAGE_NAME_RE, issues_folder
+from issues_app.models import OVERRIDE_FIELDS, Comment, Issue
+from issues_app.viewpoints import GUID_RE
+from models_app.selectors import model_get
+from models_app.storage import (
+    ELEMENT_BOUNDS_FILE,
+    ELEMENT_VALUES_FILE,
+    METADATA_FILE,
+    model_file,
+)
+from viewer_gateway.envelope import NotFound
 
 # API field -> column, in the order of IssueSerializer
 ISSUE_COLUMNS = {
@@ -29,6 +41,7 @@ JSON_FIELDS = ("camera", "labels", "referenceLinks", "relatedTopics", "documentR
 # GET issues filters: query parameter -> column compared for equality
 EQUALITY_FILTERS = {"status": "status", "priority": "priority", "assignedTo": "assigned_to", "topicType": "topic_type", "stage": "stage", "entityId": "entity_id"}
 SEARCHED_COLUMNS = ("title", "comment", "entity_name", "id")
+ISSUE_ID_RE = re.compile(r"^i_[0-9a-f]{12}$")
 
 
 def _issue_list_sql(vendor: str, filters: dict) -> tuple[str, list]:
@@ -179,3 +192,67 @@ def _render_issue_list(model_id: str, filters: dict) -> bytes:
             issue[name] = _timestamp(issue[name])
         issues.append(issue)
     return orjson.dumps(issues)
+
+
+# --- issues, comments, overrides and change entries of a model --------------------------------------------------
+
+
+def issue_list(model_id: str):
+    return model_get(model_id).issues.order_by("-created_at")
+
+
+def issue_list_json_data(model_id: str, filters: dict | None = None) -> bytes:
+    """The JSON of the model's issues as the API shows them, newest first, optionally filtered (selectors)."""
+    return issue_list_json(model_get(model_id).id, filters or {})
+
+
+def issue_get(model_id: str, issue_id: str) -> Issue:
+    model = model_get(model_id)
+    if not ISSUE_ID_RE.match(issue_id or ""):
+        raise NotFound(f"invalid issue id {issue_id!r}: expected i_ followed by 12 lowercase hex digits")
+    try:
+        return model.issues.get(pk=issue_id)
+    except Issue.DoesNotExist:
+        raise NotFound(f"issue {issue_id} not found in model {model.id}") from None
+
+
+def comment_of_issue(issue: Issue, comment_id: str) -> Comment:
+    if not GUID_RE.match(comment_id or ""):
+        raise NotFound(f"invalid comment id {comment_id!r}: expected a lowercase UUID (8-4-4-4-12 hex digits)")
+    try:
+        return issue.comments.get(guid=comment_id)
+    except Comment.DoesNotExist:
+        raise NotFound(f"comment {comment_id} not found in issue {issue.id}") from None
+
+
+def comment_list(model_id: str, issue_id: str):
+    return issue_get(model_id, issue_id).comments.order_by("date", "id")
+
+
+def comment_get(model_id: str, issue_id: str, comment_id: str) -> Comment:
+    return comment_of_issue(issue_get(model_id, issue_id), comment_id)
+
+
+def screenshot_file(model_id: str, file_name: str) -> Path:
+    """Path of an issue image (screenshot, viewpoint snapshot or bitmap); the name must match the image pattern
+    exactly (no path tricks reach the disk)."""
+    model = model_get(model_id)
+    if not IMAGE_NAME_RE.match(file_name or ""):
+        raise NotFound(f"invalid image name {file_name!r}: expected i_<12 hex>.png or i_<12 hex>-<12 hex>.png|jpg")
+    path = issues_folder(model.id) / file_name
+    if not path.is_file():
+        raise NotFound(f"image {file_name} not found")
+    return path
+
+
+def overrides_of_model(model_id: str) -> dict[str, dict[str, str]]:
+    """The model's overrides as {entityId: {field: value}}, {} when it has none."""
+    overrides: dict[str, dict[str, str]] = {}
+    for override in model_get(model_id).overrides.order_by("entity_id", "field"):
+        overrides.setdefault(override.entity_id, {})[override.field] = override.value
+    return overrides
+
+
+def change_entries_of_model(model_id: str):
+    """The model's change entries, newest first."""
+    return model_get(model_id).changes.order_by("-created_at", "-seq")

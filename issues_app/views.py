@@ -7,7 +7,8 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from issues_app import services
+from issues_app import selectors, services
+from issues_app.issue_files import issue_image_urls
 from issues_app.serializers import (
     BcfImportResultSerializer,
     BcfImportSerializer,
@@ -24,6 +25,8 @@ from issues_app.serializers import (
     MigrateResultSerializer,
     PropertiesUpdateSerializer,
 )
+from issues_app.use_cases import import_bcf, migrate_overrides
+from models_app.selectors import model_get
 from viewer_gateway.envelope import InvalidInput, enveloped_json
 from viewer_gateway.static_files import serve_file
 from viewer_gateway.uploads import BCF_ARCHIVE_MAX_BYTES, UploadLimit
@@ -77,9 +80,9 @@ class IssueListView(UploadLimit, APIView):
         summary="Issues of a model, newest first (filters: status, priority, assignedTo, label, topicType, stage, entityId, q)",
     )
     def get(self, request, model_id):
-        services.model_get(model_id)
+        model_get(model_id)
         filters = validated(IssueFilterSerializer, request.query_params)
-        return enveloped_json(services.issue_list_json_data(model_id, filters))
+        return enveloped_json(selectors.issue_list_json_data(model_id, filters))
 
     @extend_schema(
         request={"multipart/form-data": IssueCreateSerializer},
@@ -87,7 +90,7 @@ class IssueListView(UploadLimit, APIView):
         summary="Pin a review issue (optional PNG screenshot)",
     )
     def post(self, request, model_id):
-        services.model_get(model_id)
+        model_get(model_id)
         data = validated(IssueInputSerializer, _issue_part(request))
         issue = services.issue_create(model_id=model_id, data=data, screenshot=request.FILES.get("screenshot"))
         return Response(IssueSerializer(issue).data)
@@ -98,8 +101,8 @@ class IssueDetailView(APIView):
 
     @extend_schema(request=IssuePatchSerializer, responses=IssueSerializer, summary="Change title, comment, status, topic fields or viewpoints")
     def patch(self, request, model_id, issue_id):
-        issue = services.issue_get(model_id, issue_id)
-        changes = validated(IssuePatchSerializer, json_object(request), {"kept_urls": services.issue_image_urls(issue)})
+        issue = selectors.issue_get(model_id, issue_id)
+        changes = validated(IssuePatchSerializer, json_object(request), {"kept_urls": issue_image_urls(issue)})
         return Response(IssueSerializer(services.issue_update(model_id=model_id, issue_id=issue_id, changes=changes)).data)
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete an issue and its screenshot")
@@ -113,11 +116,11 @@ class CommentListView(APIView):
 
     @extend_schema(responses=CommentSerializer(many=True), summary="Comments of an issue, oldest first")
     def get(self, request, model_id, issue_id):
-        return Response(CommentSerializer(services.comment_list(model_id, issue_id), many=True).data)
+        return Response(CommentSerializer(selectors.comment_list(model_id, issue_id), many=True).data)
 
     @extend_schema(request=CommentInputSerializer, responses=CommentSerializer, summary="Add a comment to an issue")
     def post(self, request, model_id, issue_id):
-        services.issue_get(model_id, issue_id)
+        selectors.issue_get(model_id, issue_id)
         data = validated(CommentInputSerializer, json_object(request))
         comment = services.comment_add(model_id=model_id, issue_id=issue_id, text=data["text"], author=data["author"], viewpoint_guid=data.get("viewpointGuid"))
         return Response(CommentSerializer(comment).data)
@@ -128,7 +131,7 @@ class CommentDetailView(APIView):
 
     @extend_schema(request=CommentPatchSerializer, responses=CommentSerializer, summary="Change a comment's text or viewpoint")
     def patch(self, request, model_id, issue_id, comment_id):
-        services.comment_get(model_id, issue_id, comment_id)
+        selectors.comment_get(model_id, issue_id, comment_id)
         changes = validated(CommentPatchSerializer, json_object(request))
         return Response(CommentSerializer(services.comment_update(model_id=model_id, issue_id=issue_id, comment_id=comment_id, changes=changes)).data)
 
@@ -144,14 +147,14 @@ class IssueScreenshotView(APIView):
         summary="Issue screenshot, viewpoint snapshot or bitmap (anonymous, no envelope)",
     )
     def get(self, request, model_id, file_name):
-        path = services.screenshot_file(model_id, file_name)
+        path = selectors.screenshot_file(model_id, file_name)
         return serve_file(request, path, "image/jpeg" if path.suffix == ".jpg" else "image/png")
 
 
 class OverrideSetView(APIView):
     @extend_schema(responses={200: OpenApiResponse(description="{entityId: {field: value}}, {} when none")}, summary="Override set of a model")
     def get(self, request, model_id):
-        return Response(services.override_set(model_id))
+        return Response(selectors.overrides_of_model(model_id))
 
 
 class EntityPropertiesView(APIView):
@@ -180,7 +183,7 @@ class EntityPropertiesView(APIView):
 class ChangeLogView(APIView):
     @extend_schema(responses=ChangeEntrySerializer(many=True), summary="Change log of a model, newest first")
     def get(self, request, model_id):
-        return Response(ChangeEntrySerializer(services.change_log(model_id), many=True).data)
+        return Response(ChangeEntrySerializer(selectors.change_entries_of_model(model_id), many=True).data)
 
 
 class OverridesMigrateView(APIView):
@@ -193,7 +196,7 @@ class OverridesMigrateView(APIView):
     )
     def post(self, request, model_id):
         data = validated(MigrateRequestSerializer, request.data if request.body else {})
-        result = services.overrides_migrate(model_id=model_id, author=data["author"], provenance=data["provenance"])
+        result = migrate_overrides.migrate_overrides(model_id=model_id, author=data["author"], provenance=data["provenance"])
         return Response(result)
 
 
@@ -218,10 +221,10 @@ class IssuesBcfImportView(UploadLimit, APIView):
         summary="Import a BCF 3.0 archive (.bcfzip): new topics become issues, known topics changed later update theirs",
     )
     def post(self, request, model_id):
-        services.model_get(model_id)
+        model_get(model_id)
         upload = request.FILES.get("file")
         if upload is None:
             raise InvalidInput("multipart part 'file' (a .bcfzip archive) is required")
         # the upload handler streamed the part into a temporary file: the archive is read from there, entry by entry
         archive = upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else upload
-        return Response(services.issues_import_bcf(model_id=model_id, archive=archive))
+        return Response(import_bcf.import_bcf(model_id=model_id, archive=archive))

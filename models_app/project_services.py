@@ -19,7 +19,7 @@ from filelock import ReadWriteLock, Timeout
 
 from models_app import cancellation, edit_client
 from models_app.models import IfcModel, Project, ProjectModel
-from models_app.project_selectors import PROJECT_ID_RE, project_model_ids, project_model_of_format, project_of_model
+from models_app.selectors import PROJECT_ID_RE, project_model_ids, project_model_of_format, project_of_model
 from models_app.services import model_create_for_script, model_delete, request_conversion
 from models_app.signals import project_deleting
 from models_app.storage import latest_saved_product, model_dir, publish_text

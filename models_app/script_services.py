@@ -11,7 +11,8 @@ from typing import Callable
 from models_app import edit_client
 from models_app.edit_client import UpstreamOutcomeUnknown
 from models_app.project_services import project_lock_of_model
-from models_app.services import model_exists, request_conversion
+from models_app.selectors import model_exists
+from models_app.services import request_conversion
 from models_app.signals import version_saved
 from viewer_gateway.envelope import ApiError, InvalidInput, NotFound
 from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance, provenance_error

@@ -2,7 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from models_app.models import Deletion, IfcModel, Project, VersionGeometry
-from models_app.project_selectors import project_model_ids
+from models_app.selectors import project_model_ids
 
 
 class ProgressSerializer(serializers.Serializer):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import shutil
@@ -17,16 +16,13 @@ from core import jobs
 from models_app.conversion.runner import PipelineResult, run_pipeline
 from models_app.conversion.sandbox import ConversionLimits
 from models_app.models import IfcModel
+from models_app.selectors import model_get
 from models_app.storage import (
-    BOOTSTRAP_IFC_FILE,
-    DXF_FILE,
     IFC_FILE,
     KIND_FILE,
-    METADATA_FILE,
     MODEL_ID_RE,
     STATIC_OUTPUTS,
     file_signature,
-    latest_saved_product,
     model_dir,
     model_file,
     publish_file,
@@ -39,53 +35,6 @@ logger = logging.getLogger(__name__)
 
 STEP_SIGNATURE = b"ISO-10303-21;"
 CONVERSION = "conversion"  # the job kind (models_app.jobs)
-
-
-# --- selectors -------------------------------------------------------------------------------------------------
-
-
-def model_get(model_id: str) -> IfcModel:
-    if not MODEL_ID_RE.match(model_id or ""):
-        raise NotFound(f"invalid model id {model_id!r}: expected m_ followed by 16 lowercase hex digits")
-    try:
-        return IfcModel.objects.get(pk=model_id)
-    except IfcModel.DoesNotExist:
-        raise NotFound(f"model {model_id} not found") from None
-
-
-def model_list():
-    return IfcModel.objects.order_by("-created_at")
-
-
-def model_exists(model_id: str) -> bool:
-    return bool(MODEL_ID_RE.match(model_id or "")) and IfcModel.objects.filter(pk=model_id).exists()
-
-
-def model_metadata(model_id: str) -> dict:
-    """The model's metadata.json (the meta-model of its last conversion)."""
-    model = model_get(model_id)
-    try:
-        with open(model_file(model.id, METADATA_FILE), encoding="utf-8") as handle:
-            return json.load(handle)
-    except FileNotFoundError:
-        raise NotFound(f"model {model.id} has no metadata yet (status {model.status})") from None
-
-
-def model_download_file(model_id: str, *, current_product: bool = False) -> tuple[IfcModel, Path]:
-    """The IFC a download serves: the original (the upload, kept as bootstrap.ifc once a script took the model
-    over; for a model born from a script, its latest saved version), never an unsaved preview; or, when asked
-    for, the current working product (model.ifc, possibly an unsaved run)."""
-    model = model_get(model_id)
-    if model.format == IfcModel.Format.DXF:
-        candidates = [model_file(model.id, DXF_FILE)] if current_product else [latest_saved_product(model.id, ".dxf"), model_file(model.id, DXF_FILE)]
-    else:
-        candidates = [model_file(model.id, IFC_FILE)] if current_product else [
-            model_file(model.id, BOOTSTRAP_IFC_FILE), latest_saved_product(model.id), model_file(model.id, IFC_FILE)
-        ]
-    for path in candidates:
-        if path is not None and path.is_file():
-            return model, path
-    raise NotFound(f"model {model.id} has no {model.format.upper()} file")
 
 
 # --- upload ----------------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from models_app import services, trash_services, version_geometry
+from models_app import selectors, services, trash_services, version_geometry
 from models_app.serializers import ModelSerializer, ModelUploadSerializer, VersionGeometrySerializer
 from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
 from viewer_gateway.envelope import InvalidInput, NotFound
@@ -21,7 +21,7 @@ class ModelListView(UploadLimit, APIView):
 
     @extend_schema(responses=ModelSerializer(many=True), summary="List models, newest first")
     def get(self, request):
-        return Response(ModelSerializer(services.model_list(), many=True).data)
+        return Response(ModelSerializer(selectors.model_list(), many=True).data)
 
     @extend_schema(
         request={"multipart/form-data": ModelUploadSerializer},
@@ -40,7 +40,7 @@ class ModelListView(UploadLimit, APIView):
 class ModelDetailView(APIView):
     @extend_schema(responses=ModelSerializer, summary="Get one model")
     def get(self, request, model_id):
-        return Response(ModelSerializer(services.model_get(model_id)).data)
+        return Response(ModelSerializer(selectors.model_get(model_id)).data)
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null"), 404: OpenApiResponse(description="40400: unknown model")},
                    summary="Delete a model: it goes to the trash with its records and files (GET /api/v1/trash), purged after trashRetentionDays")
@@ -63,13 +63,13 @@ class ModelDownloadView(APIView):
     )
     def get(self, request, model_id):
         current_product = request.query_params.get("product") == "current"
-        model, path = services.model_download_file(model_id, current_product=current_product)
+        model, path = selectors.model_download_file(model_id, current_product=current_product)
         content_type = "application/dxf" if path.suffix == ".dxf" else "application/x-step"
         return FileResponse(open(path, "rb"), as_attachment=True, filename=model.name, content_type=content_type)
 
 
 def _static_output(request, model_id: str, name: str, content_type: str):
-    model = services.model_get(model_id)
+    model = selectors.model_get(model_id)
     path = model_file(model.id, name)
     if not path.is_file():
         raise NotFound(f"{name} of model {model.id} is not available yet (status {model.status})")
@@ -85,7 +85,7 @@ class ModelXktView(APIView):
 class ModelRenderView(APIView):
     @extend_schema(responses={(200, "application/json"): dict}, summary="2D preview of a DXF drawing, render.json schemaVersion 2 (Range supported, no envelope, token required)")
     def get(self, request, model_id):
-        model = services.model_get(model_id)
+        model = selectors.model_get(model_id)
         if model.format != model.Format.DXF:
             raise NotFound(f"model {model.id} is an IFC model: render.json exists for DXF drawings only")
         return _static_output(request, model_id, RENDER_FILE, "application/json")

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 from plans_app import services
 from plans_app.serializers import DeliverSerializer, DeliverResultSerializer, PlanHistorySerializer, PlanPutResultSerializer
 from viewer_gateway.envelope import InvalidInput, TooLarge
+from plans_app.use_cases.deliver import deliver
 from viewer_gateway.provenance import AuthorField, ProvenanceField
 from viewer_gateway.server import PLAN_FILE_BYTES
 from viewer_gateway.uploads import size_limit_message
@@ -81,4 +82,4 @@ class DeliverView(APIView):
         serializer = DeliverSerializer(data=body if isinstance(body, dict) else {})
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        return Response(services.deliver(project_id=project_id, plan=data["plan"], bim_supplement=data["bimSupplement"], author=data["author"], provenance=data["provenance"]))
+        return Response(deliver(project_id=project_id, plan=data["plan"], bim_supplement=data["bimSupplement"], author=data["author"], provenance=data["provenance"]))

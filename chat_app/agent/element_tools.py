@@ -5,8 +5,8 @@ broken file can slow nothing down."""
 from __future__ import annotations
 
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
-from issues_app.services import override_set
-from models_app.services import model_metadata
+from issues_app.selectors import overrides_of_model
+from models_app.selectors import model_metadata
 
 STOREY = "IfcBuildingStorey"
 
@@ -66,6 +66,6 @@ def get_element(call: ToolCall) -> ToolResult:
         raise ToolError(f"no element {guid} in the model (find_elements lists them)")
     psets = {p["id"]: p for p in metadata.get("propertySets", [])}
     properties = {psets[i]["name"]: {row["name"]: row.get("value") for row in psets[i].get("properties", [])} for i in obj.get("propertySetIds", []) if i in psets}
-    overrides = call_service(override_set, call.model_id).get(obj["id"], {})
+    overrides = call_service(overrides_of_model, call.model_id).get(obj["id"], {})
     element = {"guid": obj["id"], "type": obj["type"], "name": obj.get("name", ""), "parent": obj.get("parent"), "propertySets": properties, "overrides": overrides}
     return ToolResult(json_output(element), title=f"{obj.get('name') or obj['id']} ({obj['type']})", metadata={"modelId": call.model_id, "guid": obj["id"]})

@@ -30,7 +30,7 @@ from chat_app.parts import now_ms
 from chat_app.threads import in_thread
 from models_app.cancellation import CancelGuard, cancellable
 from models_app.script_services import script_cancel_runs
-from models_app.project_selectors import project_model_ids
+from models_app.selectors import project_model_ids
 
 logger = logging.getLogger(__name__)
 

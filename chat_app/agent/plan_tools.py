@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
 from plans_app import services
+from plans_app.use_cases import deliver as delivery
 from plans_app.models import PLAN_FILES
 from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
 
@@ -50,6 +51,6 @@ def plan_diff(call: ToolCall) -> ToolResult:
 @agent_tool("deliver", "Build the project's model(s) from the plan and the BIM supplement and record the building (the user is asked for permission).",
             {"plan": {"type": "object"}, "bimSupplement": {"type": "object"}}, ("plan", "bimSupplement"), irreversible=True)
 def deliver(call: ToolCall) -> ToolResult:
-    result = call_service(services.deliver, project_id=_project_id(call), plan=call.arguments["plan"], bim_supplement=call.arguments["bimSupplement"],
+    result = call_service(delivery.deliver, project_id=_project_id(call), plan=call.arguments["plan"], bim_supplement=call.arguments["bimSupplement"],
                           author=AGENT_AUTHOR, provenance=Provenance.AI.value)
     return ToolResult(json_output(result), title=f"delivered as plan {result['version']}", metadata={"version": result["version"], "model": result["model"]})

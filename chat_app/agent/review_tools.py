@@ -6,7 +6,8 @@ from __future__ import annotations
 from rest_framework.exceptions import ValidationError
 
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output, object_schema
-from issues_app import services
+from issues_app import selectors, services
+from issues_app.use_cases import migrate_overrides as migration
 from issues_app.serializers import (
     ChangeEntrySerializer,
     CommentSerializer,
@@ -45,7 +46,7 @@ def _issue_summary(issue: dict) -> dict:
 
 @agent_tool("list_issues", "Review issues of the model (optionally by status).", {"status": STATUS}, takes_model=True)
 def list_issues(call: ToolCall) -> ToolResult:
-    issues = call_service(lambda: IssueSerializer(services.issue_list(call.model_id), many=True).data)
+    issues = call_service(lambda: IssueSerializer(selectors.issue_list(call.model_id), many=True).data)
     if call.arguments.get("status"):
         issues = [i for i in issues if i["status"] == call.arguments["status"]]
     return ToolResult(json_output([_issue_summary(i) for i in issues]), title=f"{len(issues)} issue(s)", metadata={"modelId": call.model_id, "count": len(issues)})
@@ -76,7 +77,7 @@ def update_issue(call: ToolCall) -> ToolResult:
 
 @agent_tool("list_comments", "The comment thread of an issue, oldest first.", {"issueId": ISSUE_ID}, ("issueId",), takes_model=True)
 def list_comments(call: ToolCall) -> ToolResult:
-    comments = call_service(lambda: CommentSerializer(services.comment_list(call.model_id, call.arguments["issueId"]), many=True).data)
+    comments = call_service(lambda: CommentSerializer(selectors.comment_list(call.model_id, call.arguments["issueId"]), many=True).data)
     return ToolResult(json_output(comments), title=f"{len(comments)} comment(s) on {call.arguments['issueId']}", metadata={"modelId": call.model_id, "count": len(comments)})
 
 
@@ -110,7 +111,7 @@ def delete_comment(call: ToolCall) -> ToolResult:
 
 @agent_tool("get_overrides", "The model's property overrides {entityId: {field: value}}.", takes_model=True)
 def get_overrides(call: ToolCall) -> ToolResult:
-    overrides = call_service(services.override_set, call.model_id)
+    overrides = call_service(selectors.overrides_of_model, call.model_id)
     return ToolResult(json_output(overrides), title=f"overrides of {len(overrides)} element(s)", metadata={"modelId": call.model_id})
 
 
@@ -128,12 +129,12 @@ def set_overrides(call: ToolCall) -> ToolResult:
 @agent_tool("list_changes", "The model's change log, newest first.", {"limit": {"type": "integer", "minimum": 1, "maximum": 500}}, takes_model=True)
 def list_changes(call: ToolCall) -> ToolResult:
     limit = call.arguments.get("limit", 50)
-    entries = call_service(lambda: ChangeEntrySerializer(services.change_log(call.model_id)[:limit], many=True).data)
+    entries = call_service(lambda: ChangeEntrySerializer(selectors.change_entries_of_model(call.model_id)[:limit], many=True).data)
     return ToolResult(json_output(entries), title=f"{len(entries)} change(s)", metadata={"modelId": call.model_id})
 
 
 @agent_tool("migrate_overrides", "Turn the model's overrides into build-script edits saved as one version (the user is asked for permission).",
             takes_model=True, irreversible=True)
 def migrate_overrides(call: ToolCall) -> ToolResult:
-    result = call_service(services.overrides_migrate, model_id=call.model_id, author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+    result = call_service(migration.migrate_overrides, model_id=call.model_id, author=AGENT_AUTHOR, provenance=Provenance.AI.value)
     return ToolResult(json_output(result), title=f"migrated {len(result['migrated'])}, failed {len(result['failed'])}", metadata={"modelId": call.model_id, **result})

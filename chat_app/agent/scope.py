@@ -8,7 +8,7 @@ from __future__ import annotations
 from chat_app.agent.tools import ToolError
 from chat_app.models import ChatSession
 from models_app.models import IfcModel
-from models_app.project_selectors import project_model_ids
+from models_app.selectors import project_model_ids
 
 
 def checked_model(session_id: str, requested: str | None, bound: str | None) -> str:

@@ -7,7 +7,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from chat_app.models import ChatSession
 from models_app.models import IfcModel, Project
-from models_app.project_selectors import project_model_ids, project_of_model
+from models_app.selectors import project_model_ids, project_of_model
 from plans_app.models import PlanVersion
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]

@@ -250,11 +250,11 @@ def test_bad_archives_are_40001_with_a_reason_and_import_nothing(api, model, pos
 
 
 def test_a_failure_half_way_keeps_nothing(api, model, monkeypatch):
-    from issues_app import services
+    from issues_app.use_cases import import_bcf
 
     archive = other_tool_archive()
     calls = {"n": 0}
-    real = services._issue_from_topic
+    real = import_bcf._issue_from_topic
 
     def fail_on_second(model_record, topic, batch):
         calls["n"] += 1
@@ -262,9 +262,9 @@ def test_a_failure_half_way_keeps_nothing(api, model, monkeypatch):
             raise RuntimeError("disk full")
         return real(model_record, topic, batch)
 
-    monkeypatch.setattr(services, "_issue_from_topic", fail_on_second)
+    monkeypatch.setattr(import_bcf, "_issue_from_topic", fail_on_second)
     with pytest.raises(RuntimeError):
-        services.issues_import_bcf(model_id=model.id, archive=io.BytesIO(archive))
+        import_bcf.import_bcf(model_id=model.id, archive=io.BytesIO(archive))
     assert Issue.objects.filter(model=model).count() == 0
     assert list((model_dir(model.id) / "issues").glob("*.*")) == []  # the first topic's snapshot is gone again
 
@@ -318,17 +318,17 @@ def test_every_entry_is_checked_for_its_expansion_ratio_whatever_its_size(api, m
 
 
 def test_the_upload_is_read_from_its_temporary_file(api, model, monkeypatch):
-    from issues_app import services
+    from issues_app.use_cases import import_bcf
 
     seen = []
-    real = services.issues_import_bcf
+    real = import_bcf.import_bcf
 
     def spy(*, model_id, archive):
         seen.append(archive)
         assert isinstance(archive, str) and Path(archive).is_file() and Path(archive).read_bytes()[:2] == b"PK"
         return real(model_id=model_id, archive=archive)
 
-    monkeypatch.setattr(services, "issues_import_bcf", spy)
+    monkeypatch.setattr(import_bcf, "import_bcf", spy)
     response = import_archive(api, model.id, zip_of({"bcf.version": VERSION_3, f"{TOPIC}/markup.bcf": MARKUP}))
     assert response.json()["code"] == 0 and len(seen) == 1
     assert not Path(seen[0]).exists()  # the temporary file is gone after the request
@@ -339,7 +339,7 @@ def test_an_archive_is_never_held_whole_in_memory(model, tmp_path):
     import os
     import tracemalloc
 
-    from issues_app import services
+    from issues_app.use_cases.import_bcf import import_bcf
 
     topics = {}
     for index in range(4):
@@ -354,7 +354,7 @@ def test_an_archive_is_never_held_whole_in_memory(model, tmp_path):
     del topics
     tracemalloc.start()
     try:
-        report = services.issues_import_bcf(model_id=model.id, archive=str(path))
+        report = import_bcf(model_id=model.id, archive=str(path))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()

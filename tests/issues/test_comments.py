@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from issues_app import services
+from issues_app import selectors, services
 from issues_app.models import Comment, Issue
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
@@ -155,6 +155,6 @@ def test_the_use_cases_are_callable_without_http(model, issue):
     comment = services.comment_add(model_id=model.id, issue_id=issue["id"], text="from the agent", author="agent", viewpoint_guid=VIEWPOINT)
     changed = services.comment_update(model_id=model.id, issue_id=issue["id"], comment_id=comment.guid, changes={"text": "edited", "modifiedAuthor": "agent"})
     assert (changed.text, changed.modified_author) == ("edited", "agent")
-    assert [c.guid for c in services.comment_list(model.id, issue["id"])] == [comment.guid]
+    assert [c.guid for c in selectors.comment_list(model.id, issue["id"])] == [comment.guid]
     services.comment_delete(model_id=model.id, issue_id=issue["id"], comment_id=comment.guid)
     assert not Comment.objects.exists()

@@ -114,8 +114,6 @@ def test_malformed_json_body(api, model):
 
 
 def test_failure_mid_request_leaves_nothing_half_written(api, model, monkeypatch):
-    from issues_app import services
-
     real_create = ChangeEntry.objects.create
     calls = []
 
@@ -125,7 +123,7 @@ def test_failure_mid_request_leaves_nothing_half_written(api, model, monkeypatch
             raise RuntimeError("disk full")
         return real_create(**kwargs)
 
-    monkeypatch.setattr(services.ChangeEntry.objects, "create", fail_on_second)
+    monkeypatch.setattr(ChangeEntry.objects, "create", fail_on_second)
     response = put(api, model.id, {"Name": "A", "Description": "B"})
     assert response.status_code == 500 and response.json()["code"] == 50000
     assert Override.objects.count() == 0 and ChangeEntry.objects.count() == 0

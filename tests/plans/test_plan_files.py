@@ -8,7 +8,7 @@ from models_app import project_services
 from models_app.models import IfcModel
 from plans_app.diff import diff_documents
 from plans_app.models import PlanVersion
-from plans_app.services import Built, building_document
+from plans_app.use_cases.deliver import Built, building_document
 from tests.e2e.stack import free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]

@@ -1,0 +1,81 @@
+"""Use cases of an issue's comment thread: add, change, delete (each one moves the issue's modifiedAt)."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from issues_app.models import Comment, Issue
+from issues_app.selectors import comment_of_issue, issue_get
+from viewer_gateway.envelope import InvalidInput
+from viewer_gateway.provenance import DEFAULT_AUTHOR
+
+COMMENT_MAX_CHARS = 10_000
+
+
+def _check_viewpoint_guid(issue: Issue, viewpoint_guid: str | None) -> None:
+    if viewpoint_guid and viewpoint_guid not in {viewpoint["guid"] for viewpoint in issue.viewpoints or ()}:
+        raise InvalidInput(f"viewpointGuid {viewpoint_guid} is not a viewpoint of issue {issue.id}")
+
+
+def _touch_issue(issue: Issue, author: str | None) -> None:
+    """A comment change is a change of the topic: modifiedAt moves (which also refreshes the cached issue list)."""
+    issue.modified_at = timezone.now()
+    fields = ["modified_at", "updated_at"]
+    if author:
+        issue.modified_author = author
+        fields.append("modified_author")
+    issue.save(update_fields=fields)
+
+
+def _locked_issue(model_id: str, issue_id: str) -> Issue:
+    issue_get(model_id, issue_id)
+    return Issue.objects.select_for_update().get(pk=issue_id)
+
+
+def comment_add(*, model_id: str, issue_id: str, text: str, author: str = DEFAULT_AUTHOR, viewpoint_guid: str | None = None) -> Comment:
+    """A new comment at the end of the issue's thread; viewpoint_guid must name one of the issue's viewpoints."""
+    if not (text or "").strip():
+        raise InvalidInput("text: a comment needs text")
+    if len(text) > COMMENT_MAX_CHARS:
+        raise InvalidInput(f"text: at most {COMMENT_MAX_CHARS} characters")
+    with transaction.atomic():
+        issue = _locked_issue(model_id, issue_id)
+        _check_viewpoint_guid(issue, viewpoint_guid)
+        comment = Comment.objects.create(issue=issue, text=text, author=author or DEFAULT_AUTHOR, viewpoint_guid=viewpoint_guid or "")
+        _touch_issue(issue, comment.author)
+    return comment
+
+
+def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: dict) -> Comment:
+    """changes: text, viewpointGuid (None or "" removes the reference), modifiedAuthor. A real change sets
+    modifiedDate and modifiedAuthor; nothing given changes nothing."""
+    if "text" in changes and not (changes["text"] or "").strip():
+        raise InvalidInput("text: a comment needs text")
+    if len(changes.get("text") or "") > COMMENT_MAX_CHARS:
+        raise InvalidInput(f"text: at most {COMMENT_MAX_CHARS} characters")
+    with transaction.atomic():
+        issue = _locked_issue(model_id, issue_id)
+        comment = comment_of_issue(issue, comment_id)
+        if "viewpointGuid" in changes:
+            _check_viewpoint_guid(issue, changes["viewpointGuid"])
+        fields = []
+        if "text" in changes and changes["text"] != comment.text:
+            comment.text = changes["text"]
+            fields.append("text")
+        if "viewpointGuid" in changes and (changes["viewpointGuid"] or "") != comment.viewpoint_guid:
+            comment.viewpoint_guid = changes["viewpointGuid"] or ""
+            fields.append("viewpoint_guid")
+        if fields:
+            comment.modified_date = timezone.now()
+            comment.modified_author = changes.get("modifiedAuthor") or DEFAULT_AUTHOR
+            comment.save(update_fields=[*fields, "modified_date", "modified_author"])
+            _touch_issue(issue, comment.modified_author)
+    return comment
+
+
+def comment_delete(*, model_id: str, issue_id: str, comment_id: str) -> None:
+    with transaction.atomic():
+        issue = _locked_issue(model_id, issue_id)
+        comment_of_issue(issue, comment_id).delete()
+        _touch_issue(issue, None)

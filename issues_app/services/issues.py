@@ -1,0 +1,154 @@
+"""Use cases of the issues: create (with screenshot and viewpoints), update, delete."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.db import transaction
+from django.utils import timezone
+
+from issues_app import bcf
+from issues_app.issue_files import (
+    DOCUMENTS_FOLDER,
+    file_batch,
+    image_url,
+    issue_image_urls,
+    issues_folder,
+    issues_folder_for_writing,
+    remove_unused_images,
+    screenshot_of,
+    store_file,
+    stored_viewpoints,
+)
+from issues_app.models import Issue
+from issues_app.selectors import issue_get
+from issues_app.viewpoints import camera_of
+from models_app.selectors import model_get
+from models_app.storage import model_dir
+from viewer_gateway.envelope import InvalidInput, TooLarge
+from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SCREENSHOT_MAX_BYTES = 5 * 1024 * 1024
+# PATCH field (API name) -> column
+TOPIC_FIELDS = {
+    "title": "title", "comment": "comment", "status": "status", "topicType": "topic_type", "priority": "priority", "labels": "labels",
+    "assignedTo": "assigned_to", "dueDate": "due_date", "stage": "stage", "referenceLinks": "reference_links",
+    "relatedTopics": "related_topics", "documentReferences": "document_references",
+}
+
+
+def _check_screenshot(upload) -> None:
+    if upload.size > SCREENSHOT_MAX_BYTES:
+        raise TooLarge("screenshot exceeds 5 MB")
+    upload.seek(0)
+    if upload.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE:
+        raise InvalidInput("screenshot must be a PNG image (the file does not start with the PNG signature)")
+    upload.seek(0)
+
+
+def _store_screenshot(model_id: str, issue_id: str, upload) -> str:
+    target = issues_folder_for_writing(model_id) / f"{issue_id}.png"
+
+    def write(handle):
+        for chunk in upload.chunks():
+            handle.write(chunk)
+
+    store_file(target, write)
+    return f"issues/{target.name}"
+
+
+def _topic_values(data: dict) -> dict:
+    """Model fields from validated topic fields (API names)."""
+    return {column: data[name] for name, column in TOPIC_FIELDS.items() if name in data and name not in ("title", "comment", "status")}
+
+
+def issue_create(*, model_id: str, data: dict, screenshot=None) -> Issue:
+    """data: validated fields (entityId, entityName, entityType, title, comment, author, provenance, camera, the topic
+    fields and viewpoints). A screenshot becomes the snapshot of the first viewpoint (which then must have none of its
+    own); without a screenshot, a PNG snapshot of the first viewpoint is the screenshot. Without a camera, the first
+    viewpoint's camera is the issue's."""
+    model = model_get(model_id)
+    viewpoints = data.get("viewpoints") or []
+    if screenshot is not None:
+        _check_screenshot(screenshot)
+        if viewpoints and viewpoints[0].get("snapshot"):
+            raise InvalidInput("give the screenshot either as the 'screenshot' part or as the first viewpoint's snapshot, not both")
+    issue = Issue(
+        model=model,
+        entity_id=data.get("entityId", ""),
+        entity_name=data.get("entityName", ""),
+        entity_type=data.get("entityType", ""),
+        title=data["title"],
+        comment=data.get("comment", ""),
+        author=data.get("author") or DEFAULT_AUTHOR,
+        provenance=data.get("provenance") or Provenance.UI.value,
+        camera=data.get("camera") or (camera_of(viewpoints[0]) if viewpoints else None),
+        **_topic_values(data),
+    )
+    issue.bcf_topic_guid = bcf.topic_guid_for(model.id, issue.id)
+    with file_batch(model.id, issue.id) as batch:
+        with transaction.atomic():
+            if screenshot is not None:
+                issue.screenshot = _store_screenshot(model.id, issue.id, screenshot)
+                batch.created.append(model_dir(model.id) / issue.screenshot)
+                if viewpoints:
+                    viewpoints[0]["snapshot"] = {"snapshot_type": "png", "snapshot_url": image_url(model.id, f"{issue.id}.png")}
+            issue.viewpoints = stored_viewpoints(viewpoints, batch)
+            if viewpoints and screenshot is None:
+                issue.screenshot = screenshot_of(issue.viewpoints)
+            issue.save(force_insert=True)
+    return issue
+
+
+def _check_references(issue: Issue, viewpoints: list[dict] | None, document_references: list[dict] | None) -> None:
+    if viewpoints is not None:
+        kept = {viewpoint["guid"] for viewpoint in viewpoints}
+        orphaned = issue.comments.exclude(viewpoint_guid="").exclude(viewpoint_guid__in=kept).values_list("guid", "viewpoint_guid").first()
+        if orphaned:
+            raise InvalidInput(f"viewpoint {orphaned[1]} is referred to by comment {orphaned[0]}: change or delete the comment first")
+    for reference in document_references or ():
+        if reference.get("documentGuid") and not (issues_folder(issue.model_id) / DOCUMENTS_FOLDER / reference["documentGuid"]).is_file():
+            raise InvalidInput(f"documentReferences: document {reference['documentGuid']} is not stored with this model")
+
+
+def issue_update(*, model_id: str, issue_id: str, changes: dict) -> Issue:
+    """Only the given fields change (row lock, so concurrent changes of other fields survive); nothing given
+    changes nothing. A change sets modifiedAt (now) and modifiedAuthor. New viewpoints replace the issue's; images
+    no viewpoint keeps are removed."""
+    issue_get(model_id, issue_id)
+    with file_batch(model_id, issue_id) as batch:
+        with transaction.atomic():
+            issue = Issue.objects.select_for_update().get(pk=issue_id)
+            _check_references(issue, changes.get("viewpoints"), changes.get("documentReferences"))
+            images_before = issue_image_urls(issue)
+            fields = [column for name, column in TOPIC_FIELDS.items() if name in changes and getattr(issue, column) != changes[name]]
+            for name, column in TOPIC_FIELDS.items():
+                if column in fields:
+                    setattr(issue, column, changes[name])
+            if "viewpoints" in changes:
+                viewpoints = changes["viewpoints"]
+                if viewpoints and not issue.viewpoints and issue.screenshot and not viewpoints[0].get("snapshot"):
+                    viewpoints[0]["snapshot"] = {"snapshot_type": "png", "snapshot_url": image_url(issue.model_id, Path(issue.screenshot).name)}
+                viewpoints = stored_viewpoints(viewpoints, batch)
+                if viewpoints != issue.viewpoints:
+                    issue.viewpoints = viewpoints
+                    fields.append("viewpoints")
+                    screenshot = screenshot_of(viewpoints) if viewpoints else issue.screenshot
+                    if screenshot != issue.screenshot:
+                        issue.screenshot = screenshot
+                        fields.append("screenshot")
+            if fields:
+                issue.modified_at = timezone.now()
+                issue.modified_author = changes.get("modifiedAuthor") or DEFAULT_AUTHOR
+                issue.save(update_fields=[*fields, "modified_at", "modified_author", "updated_at"])
+    remove_unused_images(issue, images_before)
+    return issue
+
+
+def issue_delete(*, model_id: str, issue_id: str) -> None:
+    issue = issue_get(model_id, issue_id)
+    issue_id, folder = issue.id, issues_folder(issue.model_id)
+    issue.delete()
+    for path in [folder / f"{issue_id}.png", *folder.glob(f"{issue_id}-*")]:
+        path.unlink(missing_ok=True)

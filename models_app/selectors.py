@@ -1,0 +1,106 @@
+"""Read-side queries of the models app: models (by id, the list, their metadata and download file) and projects
+(a project is a group of models)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from models_app.models import PROJECT_ID_PATTERN, IfcModel, Project, ProjectModel
+from models_app.storage import (
+    BOOTSTRAP_IFC_FILE,
+    DXF_FILE,
+    IFC_FILE,
+    METADATA_FILE,
+    MODEL_ID_RE,
+    latest_saved_product,
+    model_file,
+)
+from viewer_gateway.envelope import NotFound
+
+PROJECT_ID_RE = re.compile(rf"^{PROJECT_ID_PATTERN}$")
+
+
+# --- models ----------------------------------------------------------------------------------------------------
+
+
+def model_get(model_id: str) -> IfcModel:
+    if not MODEL_ID_RE.match(model_id or ""):
+        raise NotFound(f"invalid model id {model_id!r}: expected m_ followed by 16 lowercase hex digits")
+    try:
+        return IfcModel.objects.get(pk=model_id)
+    except IfcModel.DoesNotExist:
+        raise NotFound(f"model {model_id} not found") from None
+
+
+def model_list():
+    return IfcModel.objects.order_by("-created_at")
+
+
+def model_exists(model_id: str) -> bool:
+    return bool(MODEL_ID_RE.match(model_id or "")) and IfcModel.objects.filter(pk=model_id).exists()
+
+
+def model_metadata(model_id: str) -> dict:
+    """The model's metadata.json (the meta-model of its last conversion)."""
+    model = model_get(model_id)
+    try:
+        with open(model_file(model.id, METADATA_FILE), encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        raise NotFound(f"model {model.id} has no metadata yet (status {model.status})") from None
+
+
+def model_download_file(model_id: str, *, current_product: bool = False) -> tuple[IfcModel, Path]:
+    """The IFC a download serves: the original (the upload, kept as bootstrap.ifc once a script took the model
+    over; for a model born from a script, its latest saved version), never an unsaved preview; or, when asked
+    for, the current working product (model.ifc, possibly an unsaved run)."""
+    model = model_get(model_id)
+    if model.format == IfcModel.Format.DXF:
+        candidates = [model_file(model.id, DXF_FILE)] if current_product else [latest_saved_product(model.id, ".dxf"), model_file(model.id, DXF_FILE)]
+    else:
+        candidates = [model_file(model.id, IFC_FILE)] if current_product else [
+            model_file(model.id, BOOTSTRAP_IFC_FILE), latest_saved_product(model.id), model_file(model.id, IFC_FILE)
+        ]
+    for path in candidates:
+        if path is not None and path.is_file():
+            return model, path
+    raise NotFound(f"model {model.id} has no {model.format.upper()} file")
+
+
+# --- projects --------------------------------------------------------------------------------------------------
+
+
+def project_get(project_id: str) -> Project:
+    if not PROJECT_ID_RE.match(project_id or ""):
+        raise NotFound(f"project {project_id!r} not found (ids look like p_ + 16 lowercase hex digits)")
+    try:
+        return Project.objects.get(pk=project_id)
+    except Project.DoesNotExist:
+        raise NotFound(f"project {project_id} not found") from None
+
+
+def project_exists(project_id: str) -> bool:
+    return bool(PROJECT_ID_RE.match(project_id or "")) and Project.objects.filter(pk=project_id).exists()
+
+
+def project_models(project: Project | str):
+    """The project's models, in the order they were added."""
+    project_id = project if isinstance(project, str) else project.id
+    return IfcModel.objects.filter(project_link__project_id=project_id).order_by("project_link__id")
+
+
+def project_model_ids(project: Project | str) -> list[str]:
+    project_id = project if isinstance(project, str) else project.id
+    return list(ProjectModel.objects.filter(project_id=project_id).order_by("id").values_list("model_id", flat=True))
+
+
+def project_model_of_format(project: Project | str, model_format: str) -> IfcModel | None:
+    """The project's first model of a format: its drawing (dxf) or its IFC model (ifc)."""
+    return project_models(project).filter(format=model_format).first()
+
+
+def project_of_model(model_id: str) -> str | None:
+    """The id of the project the model belongs to, None for a model outside any project."""
+    return ProjectModel.objects.filter(model_id=model_id).values_list("project_id", flat=True).first()
