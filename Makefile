@@ -37,7 +37,7 @@ $(CONVERTER_BUNDLE): $(NPM_STAMP) converter/convert.js converter/build.mjs
 	cd converter && node build.mjs
 
 # the web client: xeokit-sdk bundled by esbuild into frontend/dist (served by the gateway under /static/viewer/)
-$(WEB_STAMP): frontend/package.json frontend/package-lock.json frontend/build.mjs $(wildcard frontend/src/*)
+$(WEB_STAMP): frontend/package.json frontend/package-lock.json frontend/build.mjs $(wildcard frontend/src/*) chat_app/frames.json
 	cd frontend && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 	@touch $@
 

@@ -18,6 +18,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
 
+from chat_app import frames
 from chat_app.models import ChatSession, Message, PendingQuestion, SessionEvent
 from viewer_gateway.host_paths import neutral_paths
 
@@ -31,11 +32,6 @@ KEPT_FRAMES = 512  # older frames are pruned at the end of a turn; replay never 
 # The sub-agent whose tool is running in this context (copied into the threads its service calls run in), so a frame
 # raised on its behalf by code that does not know about sub-agents (a project event) carries its subagentId.
 frame_origin: ContextVar[str] = ContextVar("frame_origin", default="")
-
-
-def origin_tags() -> dict:
-    subagent_id = frame_origin.get()
-    return {"subagentId": subagent_id} if subagent_id else {}
 
 
 def group_name(session_id: str) -> str:
@@ -79,10 +75,9 @@ def publish(session_id: str, event: str, data: dict) -> Frame:
     return frame
 
 
-def _notify_failed(session_id: str, event: str, data: dict, exc: Exception) -> dict:
+def _notify_failed(session_id: str, event: str, data: dict, exc: Exception) -> frames.Frame:
     logger.error("the %s frame of session %s could not be delivered: %s", event, session_id, exc)
-    return {"sessionID": session_id, "modelId": data.get("modelId", ""), "event": event, "error": f"{type(exc).__name__}: {exc}"[:500],
-            **({"subagentId": data["subagentId"]} if data.get("subagentId") else {})}
+    return frames.viewer_notify_failed(session_id, event, data, f"{type(exc).__name__}: {exc}"[:500])
 
 
 async def apublish_for_viewer(session_id: str, event: str, data: dict) -> None:
@@ -93,7 +88,7 @@ async def apublish_for_viewer(session_id: str, event: str, data: dict) -> None:
         await apublish(session_id, event, data)
     except Exception as exc:  # noqa: BLE001 - the viewer must hear that it missed something
         try:
-            await apublish(session_id, "viewer.notify_failed", _notify_failed(session_id, event, data, exc))
+            await apublish(session_id, *_notify_failed(session_id, event, data, exc))
         except Exception:  # noqa: BLE001
             logger.exception("viewer.notify_failed of session %s could not be delivered either", session_id)
 
@@ -104,7 +99,7 @@ def publish_for_viewer(session_id: str, event: str, data: dict) -> None:
         publish(session_id, event, data)
     except Exception as exc:  # noqa: BLE001
         try:
-            publish(session_id, "viewer.notify_failed", _notify_failed(session_id, event, data, exc))
+            publish(session_id, *_notify_failed(session_id, event, data, exc))
         except Exception:  # noqa: BLE001
             logger.exception("viewer.notify_failed of session %s could not be delivered either", session_id)
 
@@ -121,12 +116,12 @@ def prune(session_id: str) -> None:
     SessionEvent.objects.filter(session_id=session_id, seq__lte=head - KEPT_FRAMES).delete()
 
 
-def status_frame_data(session: ChatSession) -> dict:
-    return {"sessionID": session.id, "status": session.status}
+def _status_frame(session: ChatSession, seq: int) -> Frame:
+    return Frame(seq, *frames.session_status(session.id, session.status))
 
 
 def _pending_question_frames(session: ChatSession, seq: int) -> list[Frame]:
-    return [Frame(seq, "question.ask", question.frame) for question in session.questions.filter(state=PendingQuestion.State.PENDING)]
+    return [Frame(seq, *frames.question_ask(question.frame)) for question in session.questions.filter(state=PendingQuestion.State.PENDING)]
 
 
 def _last_turn_messages(session: ChatSession) -> list[Message]:
@@ -155,11 +150,9 @@ def opening_frames(session_id: str, last_event_id: str | None) -> tuple[list[Fra
     if after is not None and head - REPLAY_FRAMES <= after <= head:
         return frames_after(session_id, after, head), head
     if last_event_id is None:
-        status = Frame(head, "session.status", status_frame_data(session))
-        return [status, *_pending_question_frames(session, head)], head
+        return [_status_frame(session, head), *_pending_question_frames(session, head)], head
     snapshot = [
-        Frame(head, "message", {"sessionID": session.id, "info": message.info, "parts": [p.data for p in message.parts.all()], "resync": True,
-                                **({"subagentId": message.subagent_id} if message.subagent_id else {})})
+        Frame(head, *frames.message(session.id, message.info, [p.data for p in message.parts.all()], resync=True, subagent_id=message.subagent_id))
         for message in _last_turn_messages(session)
     ]
-    return [*snapshot, Frame(head, "session.status", status_frame_data(session)), *_pending_question_frames(session, head)], head
+    return [*snapshot, _status_frame(session, head), *_pending_question_frames(session, head)], head

@@ -29,11 +29,11 @@ from asgiref.sync import async_to_sync
 from django.db import transaction
 from django.utils import timezone
 
-from chat_app import events
+from chat_app import events, frames
 from chat_app.models import ChatSession, Message, Part, PendingQuestion, Turn, sortable_id
-from core.identity import process_alive, process_identity
 from chat_app.parts import text_part
 from chat_app.threads import in_thread
+from core.identity import process_alive, process_identity
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def claim(session_id: str) -> Work | None:
         return Work("start", _take(queued)) if queued is not None else None
 
 
-def run(work: Work) -> dict | None:
+def run(work: Work) -> frames.Frame | None:
     """claimed -> running. Starting a turn writes its user message (its id, and so its place in the conversation,
     is given now); returns that message's frame."""
     turn = work.turn
@@ -150,7 +150,7 @@ def run(work: Work) -> dict | None:
     return frame
 
 
-def _write_user_message(turn: Turn) -> dict:
+def _write_user_message(turn: Turn) -> frames.Frame:
     message_id = turn.queued_message_id
     if Message.objects.filter(session_id=turn.session_id, id__gt=message_id).exists():
         message_id = sortable_id("msg_")  # it waited behind another turn: it goes after that turn's messages
@@ -162,7 +162,7 @@ def _write_user_message(turn: Turn) -> dict:
     message = Message.objects.create(id=message_id, session_id=turn.session_id, turn=turn, role=Message.Role.USER, info=info)
     Part.objects.create(id=part["id"], message=message, type="text", data=part)
     turn.user_message_id = message_id
-    return {"sessionID": turn.session_id, "info": info, "parts": [part]}
+    return frames.message(turn.session_id, info, [part])
 
 
 def suspend(turn: Turn) -> None:
@@ -177,8 +177,8 @@ def finish(turn: Turn, outcome: str) -> None:
 
 
 def publish_idle(session_id: str) -> None:
-    events.publish(session_id, "session.status", {"sessionID": session_id, "status": "idle"})
-    events.publish(session_id, "session.idle", {})
+    events.publish(session_id, *frames.session_status(session_id, "idle"))
+    events.publish(session_id, *frames.session_idle())
     events.prune(session_id)
 
 
@@ -254,7 +254,7 @@ async def perform(work: Work) -> None:
 
 
 def _fail(turn: Turn) -> None:
-    events.publish(turn.session_id, "session.error", {"sessionID": turn.session_id, "error": {"name": "UnknownError", "data": {"message": "internal error in the chat runtime"}}})
+    events.publish(turn.session_id, *frames.session_error(turn.session_id, {"name": "UnknownError", "data": {"message": "internal error in the chat runtime"}}))
     finish(turn, Turn.Outcome.FAILED)
 
 

@@ -1,11 +1,12 @@
-"""The event stream in the gateway's OpenAPI document (an async view outside DRF, so described here)."""
+"""The event stream in the gateway's OpenAPI document (an async view outside DRF, so described here); the frame
+names come from chat_app/frames.json, as the web client's do."""
+
+from __future__ import annotations
+
+from chat_app.frames import NAMES
 
 EVENT_STREAM_PATH = "/api/v1/chat/sessions/{cid}/events"
-EVENTS = (
-    "session.creating, session.status, message, message.updated, message.part.updated, message.part.delta, "
-    "subagent.status, question.ask, viewer.staged, viewer.committed, viewer.notify_failed, model.created, "
-    "session.error, session.idle"
-)
+EVENTS = ", ".join(NAMES.values())
 
 
 def add_event_stream(result, generator, request, public):

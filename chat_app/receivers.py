@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from chat_app import events
+from chat_app import events, frames
 from chat_app.models import ChatSession
 
 logger = logging.getLogger(__name__)
@@ -18,7 +18,7 @@ def _session_of(project_id: str) -> str | None:
 def publish_project_event(sender, *, project_id: str, event: str, data: dict, **kwargs) -> None:
     session_id = _session_of(project_id)
     if session_id is not None:
-        events.publish_for_viewer(session_id, event, {"sessionID": session_id, **data, **events.origin_tags()})
+        events.publish_for_viewer(session_id, event, frames.viewer_frame(session_id, data, events.frame_origin.get()))
 
 
 def abort_turn_of_deleted_project(sender, *, project_id: str, **kwargs) -> None:

@@ -8,7 +8,7 @@ import time
 
 from django.db import transaction
 
-from chat_app import events, lifecycle
+from chat_app import events, frames, lifecycle
 from chat_app.consent import parse_permission_answer
 from chat_app.models import INTERRUPT_ID_PATTERN, SESSION_ID_PATTERN, ChatSession, PendingQuestion, Turn
 from chat_app.parts import text_part
@@ -74,7 +74,7 @@ def session_open(*, title: str = "", project_id: str | None = None, model_id: st
 def _session_create(**fields) -> ChatSession:
     """A new session; its first frame is session.creating (a stream that resumes from id 0 sees it)."""
     session = ChatSession.objects.create(**fields)
-    events.publish(session.id, "session.creating", {"sessionID": session.id, "projectId": session.project_id or "", "modelId": session.model_id or ""})
+    events.publish(session.id, *frames.session_creating(session.id, session.project_id or "", session.model_id or ""))
     return session
 
 

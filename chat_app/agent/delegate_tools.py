@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 
-from chat_app import events
+from chat_app import events, frames
 from chat_app.agent.loop import CallEnd, Outcome, TurnContext, close_aborted, continue_step, resume_turn, run_turn
 from chat_app.agent.prompts import prompt
 from chat_app.agent.tools import Suspended, ToolCall, ToolError, ToolResult, agent_tool
@@ -67,17 +67,17 @@ async def _run_delegation(ctx: TurnContext, status: dict, run) -> ToolResult:
         outcome = await run()
     except asyncio.CancelledError:
         ended["time"]["end"] = now_ms()
-        await asyncio.shield(events.apublish(ctx.session_id, "subagent.status", {**ended, "status": "aborted"}))
+        await asyncio.shield(events.apublish(ctx.session_id, *frames.subagent_status(ended, "aborted")))
         raise
     except Exception as exc:  # noqa: BLE001 - the parent reads the failure as the tool's error
         ended["time"]["end"] = now_ms()
-        await events.apublish(ctx.session_id, "subagent.status", {**ended, "status": "error", "error": str(exc)[:500]})
+        await events.apublish(ctx.session_id, *frames.subagent_status(ended, "error", error=str(exc)[:500]))
         raise ToolError(f"the {sub_name} sub-agent failed: {exc}") from None
     if outcome is Outcome.SUSPENDED:
         raise Suspended()
     result = await in_thread(_final_text)(ctx.session_id, subagent_id)
     ended["time"]["end"] = now_ms()
-    await events.apublish(ctx.session_id, "subagent.status", {**ended, "status": "completed", "result": result[:2000]})
+    await events.apublish(ctx.session_id, *frames.subagent_status(ended, "completed", result=result[:2000]))
     return ToolResult(f"subagent_id: {subagent_id}\n<task_result>\n{result}\n</task_result>", title=f"{sub_name} finished",
                       metadata={"subagentId": subagent_id, "persona": sub_name})
 
@@ -91,7 +91,7 @@ async def _delegate(call: ToolCall) -> ToolResult:
     # the running call names its sub-agent, so the delegation can go on after a question of the sub-agent
     part["state"]["metadata"] = {"subagentId": subagent_id, "persona": arguments["persona"], "started": status["time"]["start"], "modelId": call.model_id}
     await writer.publish_part(part)
-    await events.apublish(ctx.session_id, "subagent.status", {**status, "status": "running"})
+    await events.apublish(ctx.session_id, *frames.subagent_status(status, "running"))
     task_message = await in_thread(_store_task)(ctx.session_id, ctx.turn_id, subagent_id, arguments["task"])
     sub = _sub_context(ctx, subagent_id, arguments, task_message, call.model_id)
 

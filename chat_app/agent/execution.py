@@ -23,10 +23,9 @@ import time
 
 from django.db import connections
 
-from chat_app import events
+from chat_app import events, frames
 from chat_app.agent.tools import Tool, ToolCall, ToolResult
 from chat_app.models import Part
-from chat_app.parts import now_ms
 from chat_app.threads import in_thread
 from models_app.cancellation import CancelGuard, cancellable
 from models_app.script_services import script_cancel_runs
@@ -99,16 +98,15 @@ def _record_late_result(call: ToolCall, part_id: str, future: concurrent.futures
         while row is not None and row.data["state"]["status"] in ("pending", "running") and time.monotonic() < deadline:
             time.sleep(0.05)  # the loop closes the part as aborted right after the cancellation
             row = Part.objects.filter(pk=part_id).first()
-        tags = {"subagentId": call.ctx.subagent_id} if call.ctx.subagent_id else {}
         if row is not None:
             late = {"committed": list(guard.committed)}
             if result is not None:
                 late["completedAfterAbort"] = {"title": result.title, "metadata": result.metadata}
             row.data["state"]["metadata"] = {**(row.data["state"].get("metadata") or {}), **late}
             row.save(update_fields=["data"])
-            events.publish(call.session_id, "message.part.updated", {"sessionID": call.session_id, "part": row.data, "time": now_ms(), **tags})
+            events.publish(call.session_id, *frames.message_part_updated(call.session_id, row.data, call.ctx.subagent_id))
         for event, data in result.frames if result is not None else ():
-            events.publish_for_viewer(call.session_id, event, {"sessionID": call.session_id, **data, **tags})
+            events.publish_for_viewer(call.session_id, event, frames.viewer_frame(call.session_id, data, call.ctx.subagent_id))
     except Exception:  # noqa: BLE001 - a callback of a finished thread: nothing to give an error to
         logger.exception("recording the late result of an aborted %s call failed", call.ctx.session_id)
     finally:

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import transaction
 
-from chat_app import events
+from chat_app import events, frames
 from chat_app.agent import context
 from chat_app.agent.chunks import Finish, ReasoningDelta, TextDelta, ToolCallDelta, Usage
 from chat_app.agent.execution import run_tool
@@ -172,7 +172,7 @@ async def _ask(ctx: TurnContext, writer: MessageWriter, part: dict, kind: str, f
         question.save(force_insert=True)
         return question.frame
 
-    await events.apublish(ctx.session_id, "question.ask", await in_thread(store)())
+    await events.apublish(ctx.session_id, *frames.question_ask(await in_thread(store)()))
 
 
 def _permission_fields(tool: Tool, arguments: dict) -> dict:
@@ -222,7 +222,7 @@ async def execute(ctx: TurnContext, writer: MessageWriter, part: dict, tool: Too
         return CallEnd.DONE
     await _set_state(ctx, writer, part, tool_completed(part["state"], arguments, result.output, title=result.title, metadata=result.metadata))
     for event, data in result.frames:
-        await events.apublish_for_viewer(ctx.session_id, event, {"sessionID": ctx.session_id, **data, **({"subagentId": ctx.subagent_id} if ctx.subagent_id else {})})
+        await events.apublish_for_viewer(ctx.session_id, event, frames.viewer_frame(ctx.session_id, data, ctx.subagent_id))
     return CallEnd.DONE
 
 

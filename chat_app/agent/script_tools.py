@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from functools import cache
 
+from chat_app import frames
 from chat_app.agent.scope import check_drawing_source
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
 from core.script_analysis import AnalysisLimits, AnalysisPool, ScriptAnalysisError
@@ -32,8 +33,8 @@ def viewer_kind(model_id: str) -> str:
     return IfcModel.objects.filter(pk=model_id).values_list("format", flat=True).first() or "ifc"
 
 
-def _staged(call: ToolCall, source: str, run: dict) -> tuple[str, dict]:
-    return "viewer.staged", {"modelId": call.model_id, "kind": viewer_kind(call.model_id), "source": source, "semanticDiff": run.get("semanticDiff")}
+def _staged(call: ToolCall, source: str, run: dict) -> frames.Frame:
+    return frames.viewer_staged(call.model_id, viewer_kind(call.model_id), source, run.get("semanticDiff"))
 
 
 def counts(diff: dict | None) -> str:
@@ -128,7 +129,7 @@ def save_version(call: ToolCall) -> ToolResult:
     saved = edit(call, "script/save", "POST", body={"note": call.arguments.get("note", ""), **AGENT})
     summary = {k: saved.get(k) for k in ("version", "semanticDiff", "alignment", "warning") if saved.get(k) is not None}
     return ToolResult(json_output(summary), title=f"saved {saved['version']}", metadata={"modelId": call.model_id, **summary},
-                      frames=[("viewer.committed", {"modelId": call.model_id, "kind": viewer_kind(call.model_id), "version": saved["version"]})])
+                      frames=[frames.viewer_committed(call.model_id, viewer_kind(call.model_id), saved["version"])])
 
 
 @agent_tool("rollback", "Restore a saved version's script into staging and build it.", {"version": VERSION}, ("version",), takes_model=True, irreversible=True)

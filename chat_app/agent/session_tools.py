@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chat_app import selectors, services
+from chat_app import frames, selectors, services
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
 from models_app.project_services import project_model_init
 from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
@@ -32,10 +32,10 @@ def init_model(call: ToolCall) -> ToolResult:
                                 author=AGENT_AUTHOR, provenance=Provenance.AI.value)
     services.session_bind_model(session.id, model)
     call.ctx.model_id = model.id
-    created = {"modelId": model.id, "kind": model.format, "title": model.name, "projectId": session.project_id}
+    created = frames.model_created(model.id, model.format, model.name, session.project_id)
     return ToolResult(
-        json_output({**created, "version": saved.get("version")}),
+        json_output({**created[1], "version": saved.get("version")}),
         title=f"created the {'drawing' if model.format == 'dxf' else 'IFC model'} {model.name} ({saved.get('version')})",
         metadata={"modelId": model.id, "version": saved.get("version")},
-        frames=[("model.created", created)],
+        frames=[created],
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from chat_app import events, lifecycle
+from chat_app import events, frames, lifecycle
 from chat_app.agent import runtime
 from chat_app.agent.loop import ABORTED, NOT_ANSWERED, Outcome, TurnContext, close_aborted, end_unanswered, resume_turn, run_turn
 from chat_app.models import Message, Part, PendingQuestion, Turn
@@ -33,26 +33,24 @@ def close_open_work(turn: Turn, *, error: str, message_error: dict) -> None:
                 continue
             if part["tool"] == "delegate" and (state.get("metadata") or {}).get("subagentId"):
                 metadata = state["metadata"]
-                events.publish(session_id, "subagent.status", {
-                    "sessionID": session_id, "subagentId": metadata["subagentId"], "persona": metadata.get("persona", ""), "status": "aborted",
+                events.publish(session_id, *frames.subagent_status({
+                    "sessionID": session_id, "subagentId": metadata["subagentId"], "persona": metadata.get("persona", ""),
                     "task": (state.get("input") or {}).get("task", ""), "parent": {"messageID": message.id, "callID": part["callID"]},
                     "time": {"start": metadata.get("started", now_ms()), "end": now_ms()},
-                })
+                }, "aborted"))
             part["state"] = tool_error(state, error, metadata={"interrupted": True})
             row.save(update_fields=["data"])
-            events.publish(session_id, "message.part.updated", {"sessionID": session_id, "part": part, "time": now_ms(),
-                                                               **({"subagentId": message.subagent_id} if message.subagent_id else {})})
+            events.publish(session_id, *frames.message_part_updated(session_id, part, message.subagent_id))
         if message.role == Message.Role.ASSISTANT and not message.info.get("time", {}).get("completed"):
             message.info["time"]["completed"] = now_ms()
             message.info["error"] = message_error
             message.save(update_fields=["info"])
-            events.publish(session_id, "message.updated", {"sessionID": session_id, "info": message.info,
-                                                           **({"subagentId": message.subagent_id} if message.subagent_id else {})})
+            events.publish(session_id, *frames.message_updated(session_id, message.info, message.subagent_id))
 
 
 def _end_cut(turn: Turn) -> None:
     close_open_work(turn, error="interrupted by a gateway restart", message_error=CUT_ERROR)
-    events.publish(turn.session_id, "session.error", {"sessionID": turn.session_id, "error": {"name": "UnknownError", "data": {"message": "the turn was cut by a gateway restart"}}})
+    events.publish(turn.session_id, *frames.session_error(turn.session_id, {"name": "UnknownError", "data": {"message": "the turn was cut by a gateway restart"}}))
     lifecycle.finish(turn, Turn.Outcome.CUT)
 
 
@@ -80,8 +78,8 @@ async def perform(work: lifecycle.Work) -> None:
         await in_thread(lifecycle.finish)(turn, Turn.Outcome.INTERRUPTED)
         return
     if work.kind == "start":
-        await events.apublish(turn.session_id, "session.status", {"sessionID": turn.session_id, "status": "busy"})
-        await events.apublish(turn.session_id, "message", frame)
+        await events.apublish(turn.session_id, *frames.session_status(turn.session_id, "busy"))
+        await events.apublish(turn.session_id, *frame)
         ctx.user_message_id = turn.user_message_id
         task = asyncio.get_running_loop().create_task(run_turn(ctx))
     else:
@@ -122,5 +120,5 @@ async def _end_failed(ctx: TurnContext, turn: Turn, exc: Exception) -> None:
         ctx.writer.info["time"]["completed"] = now_ms()
         await ctx.writer.publish_info()
     await in_thread(close_open_work)(turn, error=f"the turn failed: {error['data']['message']}"[:500], message_error=error)
-    await events.apublish(turn.session_id, "session.error", {"sessionID": turn.session_id, "error": error})
+    await events.apublish(turn.session_id, *frames.session_error(turn.session_id, error))
     await in_thread(lifecycle.finish)(turn, Turn.Outcome.FAILED)

@@ -10,9 +10,9 @@ import time
 
 from asgiref.sync import sync_to_async
 
-from chat_app import events
+from chat_app import events, frames
 from chat_app.models import Message, Part, sortable_id
-from chat_app.parts import new_part, now_ms
+from chat_app.parts import new_part
 
 DELTA_INTERVAL = 0.05
 
@@ -48,12 +48,9 @@ class MessageWriter:
     def id(self) -> str:
         return self.info["id"]
 
-    def _tagged(self, data: dict) -> dict:
-        return {**data, "subagentId": self.subagent_id} if self.subagent_id else data
-
     async def publish_info(self) -> None:
         await save_message(self.id, self.session_id, self.info["role"], self.info, self.subagent_id, self.turn_id)
-        await events.apublish(self.session_id, "message.updated", self._tagged({"sessionID": self.session_id, "info": self.info}))
+        await events.apublish(self.session_id, *frames.message_updated(self.session_id, self.info, self.subagent_id))
 
     def new_part(self, part_type: str, **fields) -> dict:
         return new_part(self.session_id, self.id, part_type, **fields)
@@ -61,7 +58,7 @@ class MessageWriter:
     async def publish_part(self, part: dict) -> dict:
         await self.flush(part)
         await save_part(part)
-        await events.apublish(self.session_id, "message.part.updated", self._tagged({"sessionID": self.session_id, "part": part, "time": now_ms()}))
+        await events.apublish(self.session_id, *frames.message_part_updated(self.session_id, part, self.subagent_id))
         return part
 
     async def delta(self, part: dict, text: str, field: str = "text") -> None:
@@ -76,9 +73,7 @@ class MessageWriter:
             return
         self._last_flush[part["id"]] = time.monotonic()
         await save_part(part)
-        await events.apublish(self.session_id, "message.part.delta", self._tagged(
-            {"sessionID": self.session_id, "messageID": self.id, "partID": part["id"], "field": field, "delta": pending}
-        ))
+        await events.apublish(self.session_id, *frames.message_part_delta(self.session_id, self.id, part["id"], field, pending, self.subagent_id))
 
 
 def writer_for(message: Message) -> MessageWriter:

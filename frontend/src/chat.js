@@ -5,6 +5,7 @@
 // Everything updates by key: a message or part keeps its element across frames (an expanded tool card stays
 // expanded, a half-typed answer stays typed), and the list only follows new output while it is scrolled to the
 // bottom. A frame that cannot be read or handled is shown in the panel, not swallowed.
+import FRAMES from "../../chat_app/frames.json"; // the frame names, shared with the gateway (chat_app/frames.py)
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { errorText, guarded, h, setText, syncKeyed, toast } from "./ui.js";
@@ -87,7 +88,7 @@ export class EventStream {
   }
 
   parse(block) {
-    const frame = { event: "message", data: "" };
+    const frame = { event: "message", data: "" }; // the SSE default type of a block without an event line
     for (const line of block.split("\n")) {
       if (!line || line.startsWith(":")) continue; // a comment: the heartbeat
       const colon = line.indexOf(":");
@@ -178,17 +179,17 @@ export class ChatPanel {
 
   frame(event, data) {
     switch (event) {
-      case "session.status":
+      case FRAMES.SESSION_STATUS:
         this.status = data.status;
         if (data.status === "busy") this.error = null;
         break;
-      case "message":
+      case FRAMES.MESSAGE:
         this.upsert(data.info, data.parts);
         break;
-      case "message.updated":
+      case FRAMES.MESSAGE_UPDATED:
         this.upsert(data.info);
         break;
-      case "message.part.updated": {
+      case FRAMES.MESSAGE_PART_UPDATED: {
         const part = data.part;
         const entry = this.messages.get(part.messageID) || this.upsert({ id: part.messageID, role: "assistant" });
         entry.parts.set(part.id, part);
@@ -197,32 +198,32 @@ export class ChatPanel {
         }
         break;
       }
-      case "message.part.delta": {
+      case FRAMES.MESSAGE_PART_DELTA: {
         const part = this.messages.get(data.messageID)?.parts.get(data.partID);
         if (part) part[data.field] = (part[data.field] || "") + data.delta;
         break;
       }
-      case "question.ask":
+      case FRAMES.QUESTION_ASK:
         this.questions.set(data.interruptId, data);
         break;
-      case "subagent.status":
+      case FRAMES.SUBAGENT_STATUS:
         this.subagents.set(data.subagentId, data);
         break;
-      case "session.error":
+      case FRAMES.SESSION_ERROR:
         this.error = data.error && data.error.data ? data.error.data.message : t("the turn failed");
         break;
-      case "viewer.staged":
+      case FRAMES.VIEWER_STAGED:
         this.app.showStagedBadge(data);
         break;
-      case "viewer.committed":
+      case FRAMES.VIEWER_COMMITTED:
         this.app.productChanged();
         toast(t("Saved {version}", { version: data.version }));
         break;
-      case "model.created":
+      case FRAMES.MODEL_CREATED:
         toast(`${data.title} created`);
         this.app.models.refresh().then(() => { if (!this.app.model) this.app.openModel(data.modelId); });
         break;
-      case "viewer.notify_failed":
+      case FRAMES.VIEWER_NOTIFY_FAILED:
         toast(`The viewer could not be notified: ${data.error || ""}`, "error");
         break;
       default:
