@@ -37,7 +37,7 @@ def test_a_conversion_whose_worker_keeps_dying_fails_after_its_attempts(tmp_path
         for attempt in range(1, ATTEMPTS + 1):
             stack.start_workers()  # its recovery at start gives it the conversion the killed worker left
             pid = stack.processes["worker0"].pid
-            job = poll(lambda: conversion_job(stack, model_id), lambda job: job[1].split(":")[1:2] == [str(pid)], timeout=120)
+            job = poll(lambda: conversion_job(stack, model_id), lambda job: job[1].split(":")[1:2] == [str(pid)], timeout=120)  # noqa: B023 - polled in this iteration
             assert (job[0], job[2]) == ("running", attempt)
             stack.kill("worker0")
         stack.start_workers()
