@@ -121,7 +121,7 @@ def _status_frame(session: ChatSession, seq: int) -> Frame:
 
 
 def _pending_question_frames(session: ChatSession, seq: int) -> list[Frame]:
-    return [Frame(seq, *frames.question_ask(question.frame)) for question in session.questions.filter(state=PendingQuestion.State.PENDING)]
+    return [Frame(seq, frames.QUESTION_ASK, question.frame) for question in session.questions.filter(state=PendingQuestion.State.PENDING)]
 
 
 def _last_turn_messages(session: ChatSession) -> list[Message]:

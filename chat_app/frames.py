@@ -72,14 +72,24 @@ def message_part_delta(session_id: str, message_id: str, part_id: str, field: st
     return MESSAGE_PART_DELTA, tagged({"sessionID": session_id, "messageID": message_id, "partID": part_id, "field": field, "delta": delta}, subagent_id)
 
 
-def question_ask(question: dict) -> Frame:
-    """question: the frame stored with the pending question (PendingQuestion.frame)."""
-    return QUESTION_ASK, question
+def question_ask(session_id: str, interrupt_id: str, kind: str, fields: dict, *, message_id: str, call_id: str, subagent_id: str = "") -> Frame:
+    """A question (kind question) or a permission request (kind permission) of the tool call message_id/call_id;
+    fields: question, header, options, multiple (and permission). The data is stored with the pending question."""
+    return QUESTION_ASK, tagged({
+        "sessionID": session_id, "interruptId": interrupt_id, "header": "", "options": [], "multiple": False, **fields, "custom": True,
+        "tool": {"messageID": message_id, "callID": call_id}, "kind": kind,
+    }, subagent_id)
+
+
+def subagent(session_id: str, subagent_id: str, persona: str, task: str, *, message_id: str, call_id: str, start: int) -> dict:
+    """What every subagent.status frame of one delegation says: the sub-agent, its task and the delegate call."""
+    return {"sessionID": session_id, "subagentId": subagent_id, "persona": persona, "task": task,
+            "parent": {"messageID": message_id, "callID": call_id}, "time": {"start": start}}
 
 
 def subagent_status(status: dict, state: str, **fields) -> Frame:
-    """status: {sessionID, subagentId, persona, task, parent: {messageID, callID}, time: {start, end}}; state: running,
-    completed (with result), error (with error) or aborted."""
+    """status: subagent(...), its time.end set once it ended; state: running, completed (with result), error (with
+    error) or aborted."""
     return SUBAGENT_STATUS, {**status, "status": state, **fields}
 
 

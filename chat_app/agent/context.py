@@ -21,8 +21,8 @@ import re
 from django.conf import settings
 from django.db import transaction
 
-from chat_app.models import ChatSession, Message, Part, sortable_id
-from chat_app.parts import now_ms
+from chat_app.models import ChatSession, Message, Part
+from chat_app.parts import new_part, now_ms
 
 ASCII_CHARS_PER_TOKEN = 3.5
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -123,8 +123,8 @@ def compact(session_id: str, turn_id: str | None, keep_turns: int) -> bool:
     info = {"id": message_id, "sessionID": session_id, "role": "assistant", "agent": "compaction", "summary": True, "time": {"created": created, "completed": created},
             "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}, "cost": 0}
     summary = Message.objects.create(id=message_id, session_id=session_id, turn_id=turn_id, role=Message.Role.ASSISTANT, info=info)
-    part = {"id": sortable_id("prt_"), "sessionID": session_id, "messageID": message_id, "type": "compaction", "text": text,
-            "compacted": {"from": old[0].id, "to": old[-1].id, "messages": len(old)}, "time": {"start": created, "end": created}}
+    part = new_part(session_id, message_id, "compaction", text=text, compacted={"from": old[0].id, "to": old[-1].id, "messages": len(old)},
+                    time={"start": created, "end": created})
     Part.objects.create(id=part["id"], message=summary, type="compaction", data=part)
     Message.objects.filter(session_id=session_id, id__lte=old[-1].id, compacted=False).exclude(pk=message_id).update(compacted=True)
     return True

@@ -43,10 +43,7 @@ def _final_text(session_id: str, subagent_id: str) -> str:
 
 
 def _status(ctx: TurnContext, subagent_id: str, arguments: dict, started: int, message_id: str, call_id: str) -> dict:
-    return {
-        "sessionID": ctx.session_id, "subagentId": subagent_id, "persona": arguments["persona"], "task": arguments["task"],
-        "parent": {"messageID": message_id, "callID": call_id}, "time": {"start": started},
-    }
+    return frames.subagent(ctx.session_id, subagent_id, arguments["persona"], arguments["task"], message_id=message_id, call_id=call_id, start=started)
 
 
 def _sub_context(ctx: TurnContext, subagent_id: str, arguments: dict, task_message_id: str, model_id: str | None) -> TurnContext:
@@ -83,7 +80,8 @@ async def _run_delegation(ctx: TurnContext, status: dict, run) -> ToolResult:
 
 
 async def _delegate(call: ToolCall) -> ToolResult:
-    ctx, arguments = call.ctx, call.arguments
+    ctx: TurnContext = call.ctx  # a native tool runs on the loop, with the loop's own context (its writer and open parts)
+    arguments = call.arguments
     subagent_id = "sa_" + secrets.token_hex(6)
     writer = ctx.writer
     part = next(p for p in ctx.open_parts.values() if p["callID"] == ctx.current_call)

@@ -157,22 +157,12 @@ async def _ask(ctx: TurnContext, writer: MessageWriter, part: dict, kind: str, f
     def store() -> dict:
         question = PendingQuestion(session_id=ctx.session_id, turn_id=ctx.turn_id, kind=kind, subagent_id=ctx.subagent_id,
                                    message_id=writer.id, call_id=part["callID"])
-        question.frame = {
-            "sessionID": ctx.session_id,
-            "interruptId": question.interrupt_id,
-            "header": "",
-            "options": [],
-            "multiple": False,
-            **fields,
-            "custom": True,
-            "tool": {"messageID": writer.id, "callID": part["callID"]},
-            "kind": kind,
-            **({"subagentId": ctx.subagent_id} if ctx.subagent_id else {}),
-        }
+        _, question.frame = frames.question_ask(ctx.session_id, question.interrupt_id, kind, fields, message_id=writer.id,
+                                                call_id=part["callID"], subagent_id=ctx.subagent_id)
         question.save(force_insert=True)
         return question.frame
 
-    await events.apublish(ctx.session_id, *frames.question_ask(await in_thread(store)()))
+    await events.apublish(ctx.session_id, frames.QUESTION_ASK, await in_thread(store)())
 
 
 def _permission_fields(tool: Tool, arguments: dict) -> dict:

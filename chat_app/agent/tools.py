@@ -16,7 +16,8 @@ likes. Options of the declaration:
   loop hands such an answer to it).
 
 A tool that fails raises ToolError: its message goes back to the model as the tool's output, and the turn goes on.
-`call_service` turns the gateway's business errors (ApiError) into ToolError; it is the one place that does."""
+`call_service` turns the gateway's business errors (core.errors.ApplicationError) into ToolError; it is the one place
+that does."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from typing import Callable, Protocol
 
 import jsonschema
 
-from viewer_gateway.envelope import ApiError
+from core.errors import ApplicationError
 
 
 class ToolError(Exception):
@@ -134,12 +135,12 @@ def register(tool: Tool) -> Tool:
 
 
 def call_service(function, *args, **kwargs):
-    """The one bridge from a tool to the gateway's use cases: a business error the service raises (ApiError, with
+    """The one bridge from a tool to the gateway's use cases: a business error the service raises (ApplicationError, with
     its envelope code) becomes the ToolError the model reads, including the error list of a validation failure."""
     try:
         return function(*args, **kwargs)
-    except ApiError as exc:
-        detail = str(exc.detail)
+    except ApplicationError as exc:
+        detail = exc.message
         if isinstance(exc.data, dict) and exc.data.get("errors"):
             detail += "\n" + json_output(exc.data["errors"][:20])
         raise ToolError(detail) from None

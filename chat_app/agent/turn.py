@@ -33,11 +33,10 @@ def close_open_work(turn: Turn, *, error: str, message_error: dict) -> None:
                 continue
             if part["tool"] == "delegate" and (state.get("metadata") or {}).get("subagentId"):
                 metadata = state["metadata"]
-                events.publish(session_id, *frames.subagent_status({
-                    "sessionID": session_id, "subagentId": metadata["subagentId"], "persona": metadata.get("persona", ""),
-                    "task": (state.get("input") or {}).get("task", ""), "parent": {"messageID": message.id, "callID": part["callID"]},
-                    "time": {"start": metadata.get("started", now_ms()), "end": now_ms()},
-                }, "aborted"))
+                status = frames.subagent(session_id, metadata["subagentId"], metadata.get("persona", ""), (state.get("input") or {}).get("task", ""),
+                                         message_id=message.id, call_id=part["callID"], start=metadata.get("started", now_ms()))
+                status["time"]["end"] = now_ms()
+                events.publish(session_id, *frames.subagent_status(status, "aborted"))
             part["state"] = tool_error(state, error, metadata={"interrupted": True})
             row.save(update_fields=["data"])
             events.publish(session_id, *frames.message_part_updated(session_id, part, message.subagent_id))
