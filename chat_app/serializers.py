@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from chat_app.models import ChatSession
-from models_app.models import Project
+from models_app.models import IfcModel, Project
 from models_app.serializers import ProjectSerializer  # noqa: F401 - the chat's project routes answer it
 from viewer_gateway.fields import StrictCharField
 
@@ -26,7 +26,10 @@ class ChatSessionSerializer(serializers.Serializer):
     createdAt = serializers.DateTimeField(source="created_at")
 
     def get_modelId(self, session: ChatSession) -> str:
-        return session.model_id or ""
+        """The bound model, unless it is in the trash (the binding comes back with it on restore)."""
+        if not session.model_id or not IfcModel.objects.filter(pk=session.model_id).exists():
+            return ""
+        return session.model_id
 
     def get_projectId(self, session: ChatSession) -> str:
         return session.project_id or ""
