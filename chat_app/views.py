@@ -3,6 +3,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.views import json_object, validated
 from chat_app import services
 from chat_app.serializers import (
     AbortResultSerializer,
@@ -15,20 +16,10 @@ from chat_app.serializers import (
     SessionOpenSerializer,
 )
 from models_app import project_services, trash_services
-from viewer_gateway.envelope import InvalidInput
 from viewer_gateway.principal import Principal
 
 NOT_FOUND = OpenApiResponse(description="40400: unknown session")
 INVALID = OpenApiResponse(description="40001: invalid input")
-
-
-def validated(serializer_class, request) -> dict:
-    data = request.data if request.body else {}
-    if not isinstance(data, dict):
-        raise InvalidInput("the body must be a JSON object")
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 class ProjectListView(APIView):
@@ -40,7 +31,7 @@ class ProjectListView(APIView):
         summary="Create a project (kind ifc also gets its skeleton model, saved as v1)",
     )
     def post(self, request):
-        data = validated(ProjectCreateSerializer, request)
+        data = validated(ProjectCreateSerializer, json_object(request))
         return Response(ProjectSerializer(project_services.project_create(title=data["title"], kind=data["kind"])).data)
 
 
@@ -65,7 +56,7 @@ class SessionListView(APIView):
         summary="Open the project's session (idempotent), or the legacy per-model session",
     )
     def post(self, request):
-        data = validated(SessionOpenSerializer, request)
+        data = validated(SessionOpenSerializer, json_object(request))
         session = services.session_open(title=data["title"], project_id=data["projectId"], model_id=data["modelId"])
         return Response(ChatSessionSerializer(session).data)
 
@@ -80,7 +71,7 @@ class MessageListView(APIView):
     @extend_schema(request=MessagePostSerializer, responses={200: AcceptedSerializer, 400: INVALID, 404: NOT_FOUND}, summary="Send a message (handled asynchronously; results on the event stream)")
     def post(self, request, cid):
         services.session_get(cid)
-        data = validated(MessagePostSerializer, request)
+        data = validated(MessagePostSerializer, json_object(request))
         return Response(services.message_post(session_id=cid, text=data["text"]))
 
 
@@ -90,7 +81,7 @@ class AnswerView(APIView):
     @extend_schema(request=AnswerSerializer, responses={200: AcceptedSerializer, 400: INVALID, 404: OpenApiResponse(description="40400: unknown session or question")}, summary="Answer the agent's question")
     def post(self, request, cid):
         services.session_get(cid)
-        data = validated(AnswerSerializer, request)
+        data = validated(AnswerSerializer, json_object(request))
         return Response(services.question_answer(session_id=cid, interrupt_id=data["interruptId"], answer=data["answer"]))
 
 

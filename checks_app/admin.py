@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from api.admin import ReadOnlyAdminMixin
 from checks_app.models import Check, IdsFile, PinnedFailure
 
 
@@ -15,7 +16,7 @@ class IdsFileAdmin(admin.ModelAdmin):
 
 
 @admin.register(Check)
-class CheckAdmin(admin.ModelAdmin):
+class CheckAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Checks are records of what ran: read-only; delete one to run it again."""
 
     list_display = ("id", "model", "version", "status", "progress_phase", "progress_percent", "created_at", "finished_at")
@@ -23,12 +24,7 @@ class CheckAdmin(admin.ModelAdmin):
     search_fields = ("id", "model__id", "model__name")
     exclude = ("result",)
     readonly_fields = [field.name for field in Check._meta.fields if field.name != "result"] + ["documents"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
+    deletable = True
 
 
 @admin.register(PinnedFailure)

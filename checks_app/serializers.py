@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
+from api.fields import AuthorField, ProvenanceField
 from checks_app.models import Check, IdsFile
-from viewer_gateway.provenance import AuthorField, ProvenanceField
 
 
 class IdsFileSerializer(serializers.ModelSerializer):

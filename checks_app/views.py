@@ -6,6 +6,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.views import validated
 from checks_app import selectors, services
 from checks_app.serializers import (
     CheckDetailSerializer,
@@ -15,16 +16,11 @@ from checks_app.serializers import (
     IdsFileSerializer,
     PinIssuesSerializer,
 )
-from viewer_gateway.envelope import InvalidInput, TooLarge
-from viewer_gateway.uploads import UploadLimit, size_limit_message
+from core.errors import Invalid, TooLarge
+from core.limits import IDS_MAX_BYTES, size_limit_message
+from viewer_gateway.uploads import UploadLimit
 
 IDS_BODY = OpenApiResponse(description="the IDS XML (IDS 1.0), at most 5 MB")
-
-
-def _valid(serializer_class, data) -> dict:
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
 
 
 class ProjectIdsListView(APIView):
@@ -47,10 +43,10 @@ class ProjectIdsView(APIView):
     )
     def put(self, request, project_id, name):
         declared = request.META.get("CONTENT_LENGTH") or ""
-        if declared.isdigit() and int(declared) > services.IDS_MAX_BYTES:
-            raise TooLarge(size_limit_message(services.IDS_MAX_BYTES, "the IDS file"))
+        if declared.isdigit() and int(declared) > IDS_MAX_BYTES:
+            raise TooLarge(size_limit_message(IDS_MAX_BYTES, "the IDS file"))
         if (request.content_type or "").startswith("multipart/"):
-            raise InvalidInput("send the IDS XML itself as the request body (Content-Type application/xml), not a multipart form")
+            raise Invalid("send the IDS XML itself as the request body (Content-Type application/xml), not a multipart form")
         ids_file, created = services.ids_file_put(project_id=project_id, name=name, data=request.body)
         return Response({**IdsFileSerializer(ids_file).data, "created": created})
 
@@ -62,7 +58,7 @@ class ProjectIdsView(APIView):
 
 class ModelChecksView(UploadLimit, APIView):
     parser_classes = [JSONParser, MultiPartParser]
-    upload_limit_bytes = services.IDS_MAX_BYTES
+    upload_limit_bytes = IDS_MAX_BYTES
     upload_limit_what = "an IDS file"
 
     @extend_schema(responses=CheckSerializer(many=True), summary="The model's IDS checks, newest first (without results)")
@@ -79,12 +75,12 @@ class ModelChecksView(UploadLimit, APIView):
         if (request.content_type or "").startswith("multipart/form-data"):
             uploads = request.FILES.getlist("ids")
             if not uploads:
-                raise InvalidInput("multipart/form-data needs one or more parts 'ids' (IDS files)")
+                raise Invalid("multipart/form-data needs one or more parts 'ids' (IDS files)")
             fields = {key: request.data.get(key) for key in ("version", "includeOverrides") if request.data.get(key) not in (None, "")}
-            options = _valid(CheckStartSerializer, {"ids": ["upload"], **fields})
+            options = validated(CheckStartSerializer, {"ids": ["upload"], **fields})
             check, reused = services.check_start(model_id=model_id, uploads=uploads, version=options.get("version"), include_overrides=options["includeOverrides"])
         else:
-            options = _valid(CheckStartSerializer, request.data if isinstance(request.data, dict) else {})
+            options = validated(CheckStartSerializer, request.data if isinstance(request.data, dict) else {})
             check, reused = services.check_start(model_id=model_id, ids_names=options["ids"], version=options.get("version"), include_overrides=options["includeOverrides"])
         return Response({"checkId": check.id, "status": check.status, "progress": {"phase": check.progress_phase, "percent": check.progress_percent}, "cached": reused})
 
@@ -125,5 +121,5 @@ class CheckIssuesView(APIView):
         summary="Pin the check's failures as review issues, deduplicated across re-checks",
     )
     def post(self, request, model_id, check_id):
-        options = _valid(PinIssuesSerializer, request.data if isinstance(request.data, dict) else {})
+        options = validated(PinIssuesSerializer, request.data if isinstance(request.data, dict) else {})
         return Response(services.check_pin_issues(model_id=model_id, check_id=check_id, author=options["author"], provenance=options["provenance"]))

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.utils import timezone
 from django.utils.html import format_html
 
+from api.admin import ReadOnlyAdminMixin
 from issues_app.models import ChangeEntry, Comment, Issue, Override
 
 
@@ -46,17 +47,8 @@ class IssueAdmin(admin.ModelAdmin):
         return format_html('<a href="{}"><img src="{}" style="max-height:48px;max-width:96px"></a>', url, url)
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Overrides and change entries change only through the API (an override write always logs a change)."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Override)

@@ -4,8 +4,8 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
+from core.provenance import DEFAULT_AUTHOR, Provenance
 from models_app.models import IfcModel
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 ISSUE_ID_PATTERN = r"i_[0-9a-f]{12}"
 GUID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"

@@ -7,6 +7,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.views import json_object, validated
 from issues_app import selectors, services
 from issues_app.issue_files import issue_image_urls
 from issues_app.serializers import (
@@ -33,18 +34,6 @@ from viewer_gateway.uploads import BCF_ARCHIVE_MAX_BYTES, UploadLimit
 
 # the issue part may carry viewpoint snapshots as base64; the whole POST is capped at 5 MB + multipart overhead anyway
 ISSUE_PART_MAX_BYTES = 5 * 1024 * 1024
-
-
-def validated(serializer_class, data, context: dict | None = None) -> dict:
-    serializer = serializer_class(data=data, context=context or {})
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
-def json_object(request) -> dict:
-    if not isinstance(request.data, dict):
-        raise InvalidInput("body must be a JSON object")
-    return request.data
 
 
 def _issue_part(request) -> dict:
@@ -166,9 +155,7 @@ class EntityPropertiesView(APIView):
         summary="Override whitelisted properties of an element ('' clears)",
     )
     def put(self, request, model_id, entity_id):
-        if not isinstance(request.data, dict):
-            raise InvalidInput("body must be a JSON object")
-        data = validated(PropertiesUpdateSerializer, request.data)
+        data = validated(PropertiesUpdateSerializer, json_object(request))
         effective = services.entity_properties_update(
             model_id=model_id,
             entity_id=entity_id,

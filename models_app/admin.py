@@ -1,8 +1,9 @@
 from django.contrib import admin, messages
 
+from api.admin import ReadOnlyAdminMixin
+from core.errors import ApplicationError
 from models_app import services, trash_services
 from models_app.models import Deletion, IfcModel, Project, TrashItem, VersionGeometry
-from viewer_gateway.envelope import ApiError
 from viewer_gateway.principal import Principal
 
 
@@ -54,7 +55,7 @@ def _each(model_admin, request, ids: list[str], use_case, done: str) -> None:
         try:
             use_case(item_id, by=by)
             succeeded.append(item_id)
-        except ApiError as exc:
+        except ApplicationError as exc:
             model_admin.message_user(request, f"{item_id}: {exc.detail}", messages.ERROR)
     if succeeded:
         model_admin.message_user(request, f"{len(succeeded)} {done}: {', '.join(succeeded)}", messages.SUCCESS)
@@ -90,19 +91,8 @@ class ProjectAdmin(admin.ModelAdmin):
         _each(self, request, list(queryset.values_list("id", flat=True)), trash_services.project_trash, "project(s) moved to the trash")
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(TrashItem)
-class TrashAdmin(ReadOnlyAdmin):
+class TrashAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """What is in the trash; restored and purged only through the actions (the same use cases as the API)."""
 
     list_display = ["target_id", "kind", "title", "deleted_at", "deleted_by", "client_address", "purge_at"]
@@ -123,7 +113,7 @@ class TrashAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Deletion)
-class DeletionAdmin(ReadOnlyAdmin):
+class DeletionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Every deletion, kept after restore and purge (history, read-only)."""
 
     list_display = ["target_id", "kind", "title", "deleted_at", "deleted_by", "client_address", "restored_at", "purged_at"]

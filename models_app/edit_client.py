@@ -12,19 +12,19 @@ import requests
 import urllib3
 from django.conf import settings
 
+from core.errors import CONFLICT, INVALID, NOT_FOUND, ApplicationError, Upstream
 from core.service_secret import HEADER as SECRET_HEADER
 from core.service_secret import SecretUnavailable, ensure_secret
-from viewer_gateway.envelope import CONFLICT, INVALID, NOT_FOUND, ApiError, UpstreamError
 
 CONNECT_TIMEOUT_SECONDS = 3
 STATUS_CODES = {404: NOT_FOUND, 409: CONFLICT, 422: INVALID}
 
 
-class UpstreamOutcomeUnknown(UpstreamError):
+class UpstreamOutcomeUnknown(Upstream):
     """The request reached the edit service but no answer came back: it may have done the work."""
 
 
-class SandboxBusy(UpstreamError):
+class SandboxBusy(Upstream):
     """The edit service's sandbox queue is full; the caller may retry after `retry_after` (the header's value)."""
 
     def __init__(self, message: str, retry_after: str, data=None):
@@ -71,10 +71,10 @@ def _secret_headers() -> dict[str, str]:
     try:
         return {SECRET_HEADER: ensure_secret(settings.VIEWER.dataDir)}
     except SecretUnavailable as exc:
-        raise UpstreamError(f"the edit service cannot be called: {exc}") from None
+        raise Upstream(f"the edit service cannot be called: {exc}") from None
 
 
-def _refusal(response: requests.Response, detail, message: str, upstream_message: str) -> ApiError:
+def _refusal(response: requests.Response, detail, message: str, upstream_message: str) -> ApplicationError:
     """The error for an edit-service answer other than 200: `message` for the mapped statuses, `upstream_message`
     for the rest (50200)."""
     retry_after = response.headers.get("Retry-After")
@@ -82,12 +82,12 @@ def _refusal(response: requests.Response, detail, message: str, upstream_message
         return SandboxBusy(f"the edit service's sandbox is busy: retry after {retry_after} s ({message})", retry_after, data=detail)
     code = STATUS_CODES.get(response.status_code)
     if code is None:
-        return UpstreamError(upstream_message, data=detail)
-    return ApiError(message, code=code, data=detail)
+        return Upstream(upstream_message, data=detail)
+    return ApplicationError(message, code=code, data=detail)
 
 
 def call(method: str, path: str, *, params=None, json=None, files=None):
-    """Calls the edit service; returns its JSON payload or raises ApiError with the mapped envelope code."""
+    """Calls the edit service; returns its JSON payload or raises ApplicationError with the mapped envelope code."""
     config = settings.VIEWER
     url = f"{config.editServiceURL}{path}"
     headers = _secret_headers()
@@ -97,19 +97,19 @@ def call(method: str, path: str, *, params=None, json=None, files=None):
             timeout=(CONNECT_TIMEOUT_SECONDS, config.editServiceTimeoutSeconds),
         )
     except requests.ConnectTimeout:
-        raise UpstreamError(f"the edit service is unreachable at {config.editServiceURL}: connection timed out") from None
+        raise Upstream(f"the edit service is unreachable at {config.editServiceURL}: connection timed out") from None
     except requests.ReadTimeout:
         raise UpstreamOutcomeUnknown(f"the edit service did not answer within {config.editServiceTimeoutSeconds:g} s") from None
     except requests.ConnectionError as exc:
         if _never_connected(exc):
-            raise UpstreamError(f"the edit service is unreachable at {config.editServiceURL}: connection refused") from None
+            raise Upstream(f"the edit service is unreachable at {config.editServiceURL}: connection refused") from None
         raise UpstreamOutcomeUnknown(f"the edit service dropped the connection before answering: {exc}") from None
     except requests.RequestException as exc:
         raise UpstreamOutcomeUnknown(f"the edit service call failed: {type(exc).__name__}") from None
     try:
         payload = response.json()
     except ValueError:
-        raise UpstreamError(f"the edit service answered HTTP {response.status_code} with a body that is not JSON") from None
+        raise Upstream(f"the edit service answered HTTP {response.status_code} with a body that is not JSON") from None
     if response.status_code == 200:
         return payload
     detail = payload.get("detail") if isinstance(payload, dict) else payload
@@ -136,4 +136,4 @@ def version_ifc_download(model_id: str, version: str, target) -> None:
                 for chunk in response.iter_content(chunk_size=1024 * 1024):
                     handle.write(chunk)
     except requests.RequestException as exc:
-        raise UpstreamError(f"the edit service did not deliver IFC {version}: {type(exc).__name__}: {exc}") from None
+        raise Upstream(f"the edit service did not deliver IFC {version}: {type(exc).__name__}: {exc}") from None

@@ -5,9 +5,9 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import Invalid
 from models_app import script_services
 from models_app.edit_client import SandboxBusy
-from viewer_gateway.envelope import InvalidInput
 
 EDIT_RESPONSES = {
     200: OpenApiResponse(description="the edit service's answer in data"),
@@ -31,7 +31,7 @@ class EditProxyView(APIView):
             return None
         body = request.data
         if not isinstance(body, dict):
-            raise InvalidInput("the body must be a JSON object")
+            raise Invalid("the body must be a JSON object")
         key = request.headers.get(IDEMPOTENCY_HEADER)
         if key and "requestId" not in body:
             body = {**body, "requestId": key}  # a retried save returns the version the first attempt made

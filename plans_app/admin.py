@@ -1,10 +1,11 @@
 from django.contrib import admin
 
+from api.admin import ReadOnlyAdminMixin
 from plans_app.models import PlanVersion
 
 
 @admin.register(PlanVersion)
-class PlanVersionAdmin(admin.ModelAdmin):
+class PlanVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Plan versions are history: shown, never edited."""
 
     list_display = ["project", "label", "operation", "changed", "author", "provenance", "created_at"]
@@ -15,12 +16,3 @@ class PlanVersionAdmin(admin.ModelAdmin):
     @admin.display(description="version")
     def label(self, version):
         return version.label
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

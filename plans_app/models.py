@@ -1,7 +1,7 @@
 from django.db import models
 
+from core.provenance import DEFAULT_AUTHOR, Provenance
 from models_app.models import Project
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 PLAN_FILES = ("plan", "bim_supplement", "building")
 

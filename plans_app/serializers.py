@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from viewer_gateway.provenance import AuthorField, ProvenanceField
+from api.fields import AuthorField, ProvenanceField
 
 
 class DeliverSerializer(serializers.Serializer):

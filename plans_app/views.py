@@ -3,13 +3,12 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.fields import AuthorField, ProvenanceField
+from core.errors import Invalid, TooLarge
+from core.limits import PLAN_FILE_BYTES, size_limit_message
 from plans_app import services
-from plans_app.serializers import DeliverSerializer, DeliverResultSerializer, PlanHistorySerializer, PlanPutResultSerializer
-from viewer_gateway.envelope import InvalidInput, TooLarge
+from plans_app.serializers import DeliverResultSerializer, DeliverSerializer, PlanHistorySerializer, PlanPutResultSerializer
 from plans_app.use_cases.deliver import deliver
-from viewer_gateway.provenance import AuthorField, ProvenanceField
-from viewer_gateway.server import PLAN_FILE_BYTES
-from viewer_gateway.uploads import size_limit_message
 
 NOT_FOUND = OpenApiResponse(description="40400: unknown project, file or version")
 INVALID = OpenApiResponse(description="40001: not JSON, or a schema violation (data.errors: [{file, path, message}]); 40002: over 5 MB")
@@ -20,7 +19,7 @@ def _json_body(request):
     if declared.isdigit() and int(declared) > PLAN_FILE_BYTES:
         raise TooLarge(size_limit_message(PLAN_FILE_BYTES, "the body"))
     if not request.body:
-        raise InvalidInput("the body must be a JSON object")
+        raise Invalid("the body must be a JSON object")
     return request.data
 
 

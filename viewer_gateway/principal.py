@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from viewer_gateway.provenance import DEFAULT_AUTHOR
+from core.provenance import DEFAULT_AUTHOR
 
 TOKEN_PRINCIPAL = "api-token"
 

@@ -6,23 +6,24 @@ import json
 
 from django.conf import settings
 
-from checks_app.services import IDS_MAX_BYTES
+from core.limits import (
+    BCF_ARCHIVE_MAX_BYTES,
+    DEFAULT_BODY_BYTES,
+    IDS_MAX_BYTES,
+    MULTIPART_OVERHEAD_BYTES,
+    PLAN_FILE_BYTES,
+    SCREENSHOT_MAX_BYTES,
+    SCRIPT_BODY_BYTES,
+    size_limit_message,
+)
 from serving.daphne import RequestHead, raw_response, serve
 from viewer_gateway.edge import ForwardedView, edge_refusal, route_name
 from viewer_gateway.envelope import HTTP_STATUS, TOO_LARGE, envelope
-from viewer_gateway.uploads import BCF_ARCHIVE_MAX_BYTES, MEGABYTE, MULTIPART_OVERHEAD_BYTES, size_limit_message
-
-SCREENSHOT_PART_BYTES = 5 * MEGABYTE  # spec, Limits: issue screenshot
-PLAN_FILE_BYTES = 5 * MEGABYTE
-# a script body: the edit service applies its own, much smaller, exact limit; this one stops a huge body early
-SCRIPT_BODY_BYTES = 2 * MEGABYTE
-# JSON bodies (plans, messages) and everything not listed below
-DEFAULT_BODY_BYTES = 10 * MEGABYTE
 
 # (method, URL name) -> the largest body accepted; decided on the route Django will resolve, like the edge checks
 _ROUTE_LIMITS = {
     ("POST", "model-list"): lambda: settings.VIEWER.max_upload_bytes + MULTIPART_OVERHEAD_BYTES,
-    ("POST", "issue-list"): lambda: SCREENSHOT_PART_BYTES + MULTIPART_OVERHEAD_BYTES,
+    ("POST", "issue-list"): lambda: SCREENSHOT_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
     ("POST", "issues-bcf-import"): lambda: BCF_ARCHIVE_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
     ("PUT", "plan-file"): lambda: PLAN_FILE_BYTES,
     ("PUT", "ids-file"): lambda: IDS_MAX_BYTES,

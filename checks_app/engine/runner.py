@@ -16,6 +16,7 @@ from typing import Callable
 from checks_app.engine.child import MEMORY_EXIT_CODE, UNRUNNABLE_IDS_EXIT_CODE
 from models_app.conversion.sandbox import ConversionLimits, python_command
 from sandboxing import bwrap, seccomp
+from sandboxing.limits import open_new, open_read
 from sandboxing.probe import IsolationUnavailable, isolation_problem
 from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageTimeout
 
@@ -30,14 +31,6 @@ class CheckOutcome:
     # The same input under the same limits would fail the same way: the time limit, the memory cap, an IDS pattern
     # the engine cannot run (not: a refused sandbox, an unreadable IFC, a crash).
     repeatable: bool = False
-
-
-def _open_read(path: Path) -> int:
-    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-
-
-def _open_new(path: Path) -> int:
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
 
 
 def run_check_process(
@@ -60,8 +53,8 @@ def run_check_process(
         return CheckOutcome(False, f"check refused: {exc}")
     try:
         with Descriptors() as passed:
-            ifc, job_fd, out = (passed.add(_open_read(ifc_path)), passed.add(_open_read(work_dir / JOB_FILE)),
-                                passed.add(_open_new(work_dir / RESULT_FILE)))
+            ifc, job_fd, out = (passed.add(open_read(ifc_path)), passed.add(open_read(work_dir / JOB_FILE)),
+                                passed.add(open_new(work_dir / RESULT_FILE)))
             command = python_command(limits, [
                 "-m", "checks_app.engine.child", "--ifc", f"/proc/self/fd/{ifc}", "--job", f"/proc/self/fd/{job_fd}",
                 "--out", f"/proc/self/fd/{out}", "--memory-mb", "0" if cgroup else str(limits.memory_mb),

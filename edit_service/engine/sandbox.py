@@ -31,6 +31,7 @@ from collections import OrderedDict, deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import ClassVar
 
 import psutil
 
@@ -38,7 +39,8 @@ from edit_service.engine.errors import RunFailed, SandboxBusy, SandboxUnavailabl
 from edit_service.engine.kinds import IFC, ModelKind
 from sandboxing import bwrap, seccomp
 from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
-from sandboxing.probe import CgroupPolicy, IsolationUnavailable, ProbeCache, isolation_problem
+from sandboxing.limits import StageLimits, environ_flag, environ_number
+from sandboxing.probe import IsolationUnavailable, ProbeCache, isolation_problem
 
 SANDBOX_CODE_DIR = Path(__file__).resolve().parent.parent / "sandbox"
 RUN_MOUNT = "/sandbox/run"
@@ -52,28 +54,24 @@ ALLOW_NO_CGROUP = "EDIT_SANDBOX_ALLOW_NO_CGROUP"
 
 
 @dataclass(frozen=True)
-class SandboxLimits:
-    bwrap: str = "bwrap"
+class SandboxLimits(StageLimits):
+    """Of one build script run or inspection (memory, processes, open files, file size: StageLimits' defaults)."""
+
     wall_seconds: float = 60
     cpu_seconds: int = 60
-    memory_mb: int = 2048
-    file_size_mb: int = 1024
-    open_files: int = 256
-    processes: int = 64
     tmp_mb: int = 256
     output_mb: int = 1024  # the working directory's size, and the most a run may send back
     concurrent_runs: int = 4
     queued_runs: int = 16  # runs waiting for a slot, all requesters together
     queued_runs_per_requester: int = 4
     shm_mb: int = 64  # /dev/shm, well below memory_mb
-    cgroup_root: str = str(DEFAULT_ROOT)
-    allow_no_cgroup: bool = False
+
+    allow_no_cgroup_setting: ClassVar[str] = ALLOW_NO_CGROUP
 
     @classmethod
     def from_environment(cls, environ=os.environ) -> "SandboxLimits":
         def number(name, default, kind=int):
-            raw = environ.get(name)
-            return kind(raw) if raw else default
+            return environ_number(environ, name, default, kind)
 
         return cls(
             bwrap=environ.get("EDIT_SANDBOX_BWRAP") or "bwrap",
@@ -90,12 +88,8 @@ class SandboxLimits:
             queued_runs_per_requester=number("EDIT_SANDBOX_QUEUED_RUNS_PER_REQUESTER", 4),
             shm_mb=number("EDIT_SANDBOX_SHM_MB", 64),
             cgroup_root=environ.get("EDIT_SANDBOX_CGROUP_ROOT") or str(DEFAULT_ROOT),
-            allow_no_cgroup=environ.get(ALLOW_NO_CGROUP, "").strip().lower() in ("1", "true", "yes"),
+            allow_no_cgroup=environ_flag(environ, ALLOW_NO_CGROUP),
         )
-
-    @property
-    def cgroup_policy(self) -> CgroupPolicy:
-        return CgroupPolicy(Path(self.cgroup_root), self.allow_no_cgroup, ALLOW_NO_CGROUP)
 
 
 @dataclass
@@ -278,9 +272,9 @@ class Sandbox:
                  "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
             program=[sys.executable, *argv, "--outputs-fd", str(outputs_fd)],
         )
-        rlimits = {"cpu": limits.cpu_seconds, "fsize": limits.file_size_mb * MEGABYTE, "nofile": limits.open_files}
+        rlimits = {**limits.rlimits(), "cpu": limits.cpu_seconds}
         if cgroup is None:  # the operator allowed runs without a cgroup: per-process caps (RLIMIT_NPROC binds unless root)
-            rlimits |= {"as": limits.memory_mb * MEGABYTE, "nproc": limits.processes + len(psutil.pids())}
+            rlimits |= {"as": limits.memory_bytes, "nproc": limits.processes + len(psutil.pids())}
         return bwrap.limited(sandbox, rlimits=rlimits, cgroup=cgroup, seccomp_fd=seccomp_fd)
 
     def execute(self, run_dir: Path, argv: list[str], *, inputs: dict[str, Path], outputs: tuple[str, ...]) -> Outcome:
@@ -292,7 +286,7 @@ class Sandbox:
 
     def _run_cgroup(self) -> RunCgroup | None:
         try:
-            return self.limits.cgroup_policy.run_cgroup(self.limits.processes, self.limits.memory_mb * MEGABYTE)
+            return self.limits.run_cgroup()
         except IsolationUnavailable as exc:
             raise SandboxUnavailable(f"script execution refused: {exc}") from None
 

@@ -26,6 +26,7 @@ from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailabl
 from models_app.conversion.zygote import GO
 from sandboxing import bwrap, seccomp
 from sandboxing.cgroups import RunCgroup
+from sandboxing.limits import open_new, open_read
 from sandboxing.probe import IsolationUnavailable
 from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageOutput, StageTimeout
 from viewer_gateway.config import SHIPPED_CONVERTER
@@ -76,10 +77,7 @@ class _Conversion:
             pass
 
     def create(self, name: str) -> int:
-        return os.open(self.work_dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-
-    def read(self, path: Path) -> int:
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        return open_new(self.work_dir / name)
 
     def killed_by_memory_cap(self, code: int) -> bool:
         # a signal: negative for the forked child, 128 + signal through bwrap
@@ -104,7 +102,7 @@ class _Conversion:
                 stderr_read, stderr_write = os.pipe()
                 output = StageOutput(os.fdopen(progress_read, "rb"), os.fdopen(stderr_read, "rb"))
                 fds = {"go": go_read, "progress": sent.add(progress_write), "stderr": sent.add(stderr_write),
-                       "ifc": sent.add(self.read(ifc_path)), "metadata": sent.add(self.create(METADATA_FILE)),
+                       "ifc": sent.add(open_read(ifc_path)), "metadata": sent.add(self.create(METADATA_FILE)),
                        "values": sent.add(self.create(ELEMENT_VALUES_FILE)), "geometry": sent.add(self.create(GEOMETRY_FILE)),
                        "bounds": sent.add(self.create(ELEMENT_BOUNDS_FILE))}
                 job = {"threads": self.limits.threads, **({} if self.cgroup else {"memory_bytes": self.limits.memory_bytes})}
@@ -166,14 +164,14 @@ class _Conversion:
 
     def fallback_args(self, ifc_path: Path, passed: Descriptors, xkt: str) -> tuple[list[str], bool]:
         """The converter's arguments for the web-ifc fallback, and that node optimizes (it parses the whole IFC)."""
-        source = f"/proc/self/fd/{passed.add(self.read(ifc_path))}"
+        source = f"/proc/self/fd/{passed.add(open_read(ifc_path))}"
         raw_metadata = f"/proc/self/fd/{passed.add(self.create(RAW_FALLBACK_METADATA))}"
         return ["--source", source, "--output", xkt, "--metadata-out", raw_metadata], True
 
     def records_args(self, passed: Descriptors, xkt: str) -> tuple[list[str], bool]:
         """The converter's arguments for the geometry records, and whether node optimizes (see OPTIMIZE_FROM_BYTES)."""
-        records = passed.add(self.read(self.work_dir / GEOMETRY_FILE))
-        metadata = passed.add(self.read(self.work_dir / METADATA_FILE))
+        records = passed.add(open_read(self.work_dir / GEOMETRY_FILE))
+        metadata = passed.add(open_read(self.work_dir / METADATA_FILE))
         args = ["--geometry", f"/proc/self/fd/{records}", "--metadata", f"/proc/self/fd/{metadata}", "--output", xkt]
         return args, os.fstat(records).st_size >= OPTIMIZE_FROM_BYTES
 

@@ -26,22 +26,19 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import psutil
 
 from sandboxing import bwrap, seccomp
-from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
-from sandboxing.probe import CgroupPolicy, isolation_problem
+from sandboxing.limits import StageLimits
+from sandboxing.probe import isolation_problem
 from sandboxing.stage import ERROR_TAIL_BYTES, keep_tail
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CODE_MOUNT = "/sandbox/lib"
 ALLOW_NO_CGROUP = "conversionAllowNoCgroup"
-PROCESSES = 64  # tasks (threads count) of one conversion: the iterator's threads, node's own threads
-OPEN_FILES = 256
-FILE_SIZE_MB = 16384  # any single file a conversion writes (the geometry records of the largest IFC stay far below)
 ZYGOTE_START_SECONDS = 120
-MEGABYTE = bwrap.MEGABYTE
 
 
 class ConversionUnavailable(Exception):
@@ -49,33 +46,22 @@ class ConversionUnavailable(Exception):
 
 
 @dataclass(frozen=True)
-class ConversionLimits:
+class ConversionLimits(StageLimits):
+    """Of both stages of a conversion, and of an IDS check (the same kind of work on the same IFC)."""
+
     memory_mb: int = 4096
+    # processes (64): the iterator's threads, node's own threads
+    file_size_mb: int = 16384  # the geometry records of the largest IFC stay far below
     # geometry threads per conversion: one. Measured here (2 cores shared with a second worker and other processes),
     # ifcopenshell's iterator with two threads took 1.5x to 7x as long as with one (tower 100x30: 4.9-22 s vs 3.2 s)
     threads: int = 1
-    cgroup_root: str = str(DEFAULT_ROOT)
-    allow_no_cgroup: bool = False
-    bwrap: str = "bwrap"
+
+    allow_no_cgroup_setting: ClassVar[str] = ALLOW_NO_CGROUP
 
     @classmethod
     def from_config(cls, config) -> "ConversionLimits":
         return cls(memory_mb=config.conversionMemoryMB, cgroup_root=str(config.conversionCgroupRoot),
                    allow_no_cgroup=config.conversionAllowNoCgroup)
-
-    @property
-    def memory_bytes(self) -> int:
-        return self.memory_mb * MEGABYTE
-
-    @property
-    def cgroup_policy(self) -> CgroupPolicy:
-        return CgroupPolicy(Path(self.cgroup_root), self.allow_no_cgroup, ALLOW_NO_CGROUP)
-
-    def run_cgroup(self) -> RunCgroup | None:
-        return self.cgroup_policy.run_cgroup(PROCESSES, self.memory_bytes)
-
-    def rlimits(self) -> dict[str, int]:
-        return {"nofile": OPEN_FILES, "fsize": FILE_SIZE_MB * MEGABYTE}
 
 
 def _both_paths(path: Path) -> list[Path]:

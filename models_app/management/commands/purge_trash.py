@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ApplicationError
 from models_app import trash_services
-from viewer_gateway.envelope import ApiError
 from viewer_gateway.principal import Principal
 
 COMMAND_PRINCIPAL = Principal("manage.py purge_trash")
@@ -22,8 +22,8 @@ class Command(BaseCommand):
             for item_id in item_ids:
                 try:
                     trash_services.trash_purge(item_id, by=COMMAND_PRINCIPAL)
-                except ApiError as exc:
-                    raise CommandError(str(exc.detail)) from None
+                except ApplicationError as exc:
+                    raise CommandError(exc.message) from None
                 self.stdout.write(f"{item_id}: purged")
             purged = item_ids
         else:

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ApplicationError
 from models_app import services
-from viewer_gateway.envelope import ApiError
 
 
 class Command(BaseCommand):
@@ -16,8 +16,8 @@ class Command(BaseCommand):
             raise CommandError("give model ids or --all, not both")
         try:
             models = services.retry_conversions(model_ids=model_ids, include_all=include_all)
-        except ApiError as exc:
-            raise CommandError(str(exc.detail)) from None
+        except ApplicationError as exc:
+            raise CommandError(exc.message) from None
         for model in models:
             self.stdout.write(f"{model.id} {model.name}: re-queued")
         self.stdout.write(f"{len(models)} conversion(s) re-queued")

@@ -1,0 +1,71 @@
+"""The resource limits of one confined stage (a conversion, an IDS check, a build script or inspection of the edit
+service), the reading of limits from settings, and the descriptors a stage is handed.
+
+Each kind of stage subclasses StageLimits with its own defaults and the name of its operator switch for running
+without a cgroup (`allow_no_cgroup_setting`); the cgroup, the rlimits and the startup line come from here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Mapping
+
+from sandboxing.bwrap import MEGABYTE
+from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
+from sandboxing.probe import CgroupPolicy
+
+# the words a yes/no setting may be given as in the environment (any case, surrounding blanks ignored)
+TRUE_WORDS = ("1", "true", "yes")
+FALSE_WORDS = ("", "0", "false", "no")
+
+
+def environ_flag(environ: Mapping[str, str], name: str) -> bool:
+    """A yes/no environment setting; unset or any other word is no."""
+    return environ.get(name, "").strip().lower() in TRUE_WORDS
+
+
+def environ_number(environ: Mapping[str, str], name: str, default, kind=int):
+    """A number from the environment (`kind` int or float); unset or empty gives the default."""
+    raw = environ.get(name)
+    return kind(raw) if raw else default
+
+
+@dataclass(frozen=True)
+class StageLimits:
+    bwrap: str = "bwrap"
+    memory_mb: int = 2048  # the whole process tree of one run (its cgroup)
+    processes: int = 64  # tasks (threads count) of one run
+    open_files: int = 256
+    file_size_mb: int = 1024  # any single file a run writes
+    cgroup_root: str = str(DEFAULT_ROOT)
+    allow_no_cgroup: bool = False
+
+    allow_no_cgroup_setting: ClassVar[str] = ""
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.memory_mb * MEGABYTE
+
+    @property
+    def cgroup_policy(self) -> CgroupPolicy:
+        return CgroupPolicy(Path(self.cgroup_root), self.allow_no_cgroup, self.allow_no_cgroup_setting)
+
+    def run_cgroup(self) -> RunCgroup | None:
+        """A run's cgroup capping memory and processes; None only where the operator allowed runs without one.
+        IsolationUnavailable otherwise."""
+        return self.cgroup_policy.run_cgroup(self.processes, self.memory_bytes)
+
+    def rlimits(self) -> dict[str, int]:
+        return {"nofile": self.open_files, "fsize": self.file_size_mb * MEGABYTE}
+
+
+def open_read(path: Path) -> int:
+    """A descriptor to hand a stage for reading a file (never through a symbolic link)."""
+    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def open_new(path: Path) -> int:
+    """A descriptor to hand a stage for writing a file that must not exist yet."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
