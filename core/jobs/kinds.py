@@ -8,6 +8,8 @@ from pathlib import Path
 
 from django.db import models
 
+from core.jobs.queues import QUEUES
+
 AGAIN = "again"  # JobKind.run's answer when the job must run once more under the same claim (its input changed)
 
 
@@ -62,10 +64,8 @@ _kinds: dict[str, JobKind] = {}
 
 def register(kind: JobKind) -> JobKind:
     """Adds a kind (from an AppConfig.ready(); registering the same name again replaces it)."""
-    from core.jobs.tasks import QUEUE_TASKS
-
-    if kind.queue not in QUEUE_TASKS:
-        raise ValueError(f"job kind {kind.name}: queue {kind.queue!r} has no task in core.jobs.tasks (known: {', '.join(QUEUE_TASKS)})")
+    if kind.queue not in QUEUES:
+        raise ValueError(f"job kind {kind.name}: queue {kind.queue!r} has no task in core.jobs.tasks (known: {', '.join(QUEUES)})")
     _kinds[kind.name] = kind
     return kind
 
@@ -75,6 +75,11 @@ def kind_named(name: str) -> JobKind:
         return _kinds[name]
     except KeyError:
         raise LookupError(f"no job kind {name!r} is registered (known: {', '.join(_kinds) or 'none'})") from None
+
+
+def kind_of(kind: JobKind | str) -> JobKind:
+    """The kind itself, or the registered kind of that name."""
+    return kind if isinstance(kind, JobKind) else kind_named(kind)
 
 
 def kinds_on(queue: str) -> list[JobKind]:

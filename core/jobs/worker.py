@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connections
 
-from core.jobs import lifecycle
+from core.jobs import recovery
 from core.jobs.kinds import kinds_on
 
 logger = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class QueueWorkerCommand(BaseCommand):
 
     def recover(self) -> list[str]:
         """Recovers the jobs of dead workers of every kind on the queue; returns the names of those given a task."""
-        return [name for kind in kinds_on(self.queue_name) for name in lifecycle.recover(kind)]
+        return [name for kind in kinds_on(self.queue_name) for name in recovery.recover(kind)]
 
     def periodic(self) -> None:
         """What the watcher thread does every recovery interval."""
