@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from sandboxing.limits import FALSE_WORDS, TRUE_WORDS
-
 DEFAULT_CONFIG_PATH = "./server_config.json"
 SHIPPED_CONVERTER = Path(__file__).resolve().parent.parent / "converter" / "dist" / "convert.mjs"  # built by make setup
 LOOPBACK_HOST_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -156,10 +154,13 @@ def _proxy_networks(value: str | list) -> tuple[str, ...]:
     return entries
 
 
+_TRUE_WORDS, _FALSE_WORDS = ("1", "true", "yes"), ("", "0", "false", "no")
+
+
 def _convert(key: str, value):
     accepted, converter = _KEYS[key]
-    if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
-        value = value.strip().lower() in TRUE_WORDS  # from the environment
+    if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in _TRUE_WORDS + _FALSE_WORDS:
+        value = value.strip().lower() in _TRUE_WORDS  # from the environment
     if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
         names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list", bool: "true or false"}[t] for t in accepted))
         raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")

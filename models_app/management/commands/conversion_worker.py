@@ -8,7 +8,6 @@ from core.jobs.worker import QueueWorkerCommand
 from models_app import services, trash_services
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, zygote_for
 from sandboxing.cgroups import remove_stale
-from viewer_gateway.config import require_converter
 
 logger = logging.getLogger(__name__)
 
@@ -21,7 +20,6 @@ class Command(QueueWorkerCommand):
     what = "conversions"
 
     def prepare(self) -> None:
-        require_converter(settings.VIEWER)
         limits = ConversionLimits.from_config(settings.VIEWER)
         remove_stale(limits.cgroup_root)
         self.stdout.write(limits.cgroup_policy.startup_line("conversions"))
