@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from sandboxing.limits import FALSE_WORDS, TRUE_WORDS
+
 DEFAULT_CONFIG_PATH = "./server_config.json"
 SHIPPED_CONVERTER = Path(__file__).resolve().parent.parent / "converter" / "dist" / "convert.mjs"  # built by make setup
 LOOPBACK_HOST_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -154,13 +156,10 @@ def _proxy_networks(value: str | list) -> tuple[str, ...]:
     return entries
 
 
-_TRUE_WORDS, _FALSE_WORDS = ("1", "true", "yes"), ("", "0", "false", "no")
-
-
 def _convert(key: str, value):
     accepted, converter = _KEYS[key]
-    if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in _TRUE_WORDS + _FALSE_WORDS:
-        value = value.strip().lower() in _TRUE_WORDS  # from the environment
+    if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        value = value.strip().lower() in TRUE_WORDS  # from the environment
     if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
         names = " or ".join(dict.fromkeys("number" if t in (int, float) else {str: "string", list: "list", bool: "true or false"}[t] for t in accepted))
         raise ConfigError(f"{key}: expected {names}, got {json.dumps(value)}")
@@ -259,13 +258,6 @@ def _exit_with(message: str) -> None:
     raise SystemExit(2)
 
 
-def require_converter(config: GatewayConfig) -> None:
-    """Moved to the system check gateway.E002 (viewer_gateway/checks.py); kept until the conversion worker's move to
-    core.jobs, which drops its call, is in."""
-    if problem := converter_problem(config):
-        _exit_with(problem)
-
-
 if __name__ == "__main__":
     # `python -m viewer_gateway.config KEY` prints one resolved value; `--check-converter` checks the converter
     # (both used by the Makefile, before any Django process starts): one line and exit 2 on a problem.
@@ -274,6 +266,7 @@ if __name__ == "__main__":
     except ConfigError as exc:
         _exit_with(str(exc))
     if sys.argv[1:] == ["--check-converter"]:
-        require_converter(cfg)
+        if problem := converter_problem(cfg):
+            _exit_with(problem)
     else:
         print(getattr(cfg, sys.argv[1]) if len(sys.argv) > 1 else cfg)
