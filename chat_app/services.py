@@ -13,9 +13,10 @@ from chat_app.consent import parse_permission_answer
 from chat_app.models import INTERRUPT_ID_PATTERN, SESSION_ID_PATTERN, ChatSession, PendingQuestion, Turn
 from chat_app.parts import text_part
 from chat_app.selectors import visible_sessions
+from core.errors import Invalid, NotFound
+from core.lookups import get_or_not_found
 from models_app.models import IfcModel, Project
 from models_app.selectors import model_get, project_exists, project_models, project_of_model
-from viewer_gateway.envelope import InvalidInput, NotFound
 
 SESSION_ID_RE = re.compile(rf"^{SESSION_ID_PATTERN}$")
 INTERRUPT_ID_RE = re.compile(rf"^{INTERRUPT_ID_PATTERN}$")
@@ -26,12 +27,11 @@ ABORT_WAIT_SECONDS = 2.0
 
 
 def session_get(session_id: str) -> ChatSession:
-    if not SESSION_ID_RE.match(session_id or ""):
-        raise NotFound(f"chat session {session_id!r} not found (ids look like c_ + 16 lowercase hex digits)")
-    try:
-        return visible_sessions().select_related("project").get(pk=session_id)
-    except ChatSession.DoesNotExist:
-        raise NotFound(f"chat session {session_id} not found") from None
+    return get_or_not_found(
+        visible_sessions().select_related("project"), pk=session_id, well_formed=bool(SESSION_ID_RE.match(session_id or "")),
+        invalid=f"chat session {session_id!r} not found (ids look like c_ + 16 lowercase hex digits)",
+        missing=f"chat session {session_id} not found",
+    )
 
 
 def session_list():
@@ -47,7 +47,7 @@ def session_open(*, title: str = "", project_id: str | None = None, model_id: st
     project's session for a model of a project; a new session without a model when modelId is empty)."""
     if project_id:
         if not project_exists(project_id):
-            raise InvalidInput(f"project {project_id} does not exist")
+            raise Invalid(f"project {project_id} does not exist")
         with transaction.atomic():
             project = Project.objects.select_for_update().get(pk=project_id)
             session = ChatSession.objects.filter(project=project).first()
@@ -58,7 +58,7 @@ def session_open(*, title: str = "", project_id: str | None = None, model_id: st
         try:
             model = model_get(model_id)
         except NotFound as exc:  # like an unknown project: a parameter error of this request (spec: 400, 40001)
-            raise InvalidInput(str(exc.detail)) from None
+            raise Invalid(str(exc.detail)) from None
         project_id = project_of_model(model.id)
         if project_id is not None:  # a project's model talks in the project's one session
             return session_open(title=title, project_id=project_id)
@@ -90,7 +90,7 @@ def message_post(*, session_id: str, text: str) -> dict:
     done (results arrive on the event stream). One taken while the agent waits for an answer comes instead of it."""
     session = session_get(session_id)
     if not text.strip():
-        raise InvalidInput("text must not be empty")
+        raise Invalid("text must not be empty")
     lifecycle.enqueue(session.id, text)
     lifecycle.wake(session.id)
     return {"accepted": True}
@@ -128,7 +128,7 @@ def question_answer(*, session_id: str, interrupt_id: str, answer: str) -> dict:
         if question.state != PendingQuestion.State.PENDING:
             raise NotFound(f"question {interrupt_id} is no longer waiting for an answer ({question.state})")
         if question.kind == PendingQuestion.Kind.PERMISSION and parse_permission_answer(answer) is None:
-            raise InvalidInput("a permission request is answered with once, always, or reject (optionally 'reject: <reason>')")
+            raise Invalid("a permission request is answered with once, always, or reject (optionally 'reject: <reason>')")
         question.state, question.answer = PendingQuestion.State.ANSWERED, answer
         question.save(update_fields=["state", "answer"])
     lifecycle.wake(session.id)

@@ -6,8 +6,9 @@ import re
 
 from checks_app.models import CHECK_ID_PATTERN, IDS_NAME_PATTERN, Check, IdsFile
 from checks_app.projects import project_get
+from core.errors import Conflict
+from core.lookups import get_or_not_found
 from models_app.selectors import model_get
-from viewer_gateway.envelope import NotFound
 
 CHECK_ID_RE = re.compile(rf"^{CHECK_ID_PATTERN}$")
 IDS_NAME_RE = re.compile(rf"^{IDS_NAME_PATTERN}$")
@@ -19,12 +20,12 @@ def ids_file_list(project_id: str):
 
 def ids_file_get(project_id: str, name: str) -> IdsFile:
     project = project_get(project_id)
-    if not IDS_NAME_RE.match(name or "") or ".." in name:
-        raise NotFound(f"IDS file {name!r} not found (names are letters, digits, '.', '_' and '-')")
-    try:
-        return IdsFile.objects.select_related("document").get(project=project, name=name)
-    except IdsFile.DoesNotExist:
-        raise NotFound(f"project {project.id} has no IDS file {name!r}") from None
+    return get_or_not_found(
+        IdsFile.objects.select_related("document"), project=project, name=name,
+        well_formed=bool(IDS_NAME_RE.match(name or "")) and ".." not in name,
+        invalid=f"IDS file {name!r} not found (names are letters, digits, '.', '_' and '-')",
+        missing=f"project {project.id} has no IDS file {name!r}",
+    )
 
 
 def check_list(model_id: str):
@@ -34,9 +35,17 @@ def check_list(model_id: str):
 
 def check_get(model_id: str, check_id: str) -> Check:
     model = model_get(model_id)
-    if not CHECK_ID_RE.match(check_id or ""):
-        raise NotFound(f"check {check_id!r} not found (ids look like chk_ + 16 lowercase hex digits)")
-    try:
-        return Check.objects.get(pk=check_id, model=model)
-    except Check.DoesNotExist:
-        raise NotFound(f"check {check_id} not found in model {model.id}") from None
+    return get_or_not_found(
+        Check.objects, pk=check_id, model=model, well_formed=bool(CHECK_ID_RE.match(check_id or "")),
+        invalid=f"check {check_id!r} not found (ids look like chk_ + 16 lowercase hex digits)",
+        missing=f"check {check_id} not found in model {model.id}",
+    )
+
+
+def done_check_get(model_id: str, check_id: str) -> Check:
+    """A check whose result exists; Conflict while it is queued or running, or when it failed."""
+    check = check_get(model_id, check_id)
+    if check.status != Check.Status.DONE:
+        detail = f": {check.error}" if check.status == Check.Status.FAILED else ""
+        raise Conflict(f"check {check.id} is {check.status}{detail}; its result exists once it is done")
+    return check

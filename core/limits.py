@@ -10,7 +10,8 @@ MULTIPART_OVERHEAD_BYTES = 64 * 1024  # boundaries and part headers of a multipa
 
 BCF_ARCHIVE_MAX_BYTES = 50 * MEGABYTE
 IDS_MAX_BYTES = 5 * MEGABYTE  # one IDS file
-SCREENSHOT_MAX_BYTES = 5 * MEGABYTE  # spec, Limits: issue screenshot (a part, or a viewpoint snapshot)
+SCREENSHOT_MAX_BYTES = 5 * MEGABYTE  # spec, Limits: issue screenshot (a part, a viewpoint snapshot, a BCF snapshot)
+ISSUE_PART_MAX_BYTES = 5 * MEGABYTE  # the JSON part 'issue' of a multipart issue request
 PLAN_FILE_BYTES = 5 * MEGABYTE  # one plan file (a JSON document)
 # a script body: the edit service applies its own, much smaller, exact limit; this one stops a huge body early
 SCRIPT_BODY_BYTES = 2 * MEGABYTE

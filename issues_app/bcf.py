@@ -36,7 +36,8 @@ from bcf.xml_parser import XmlParserSerializer
 from defusedxml import DefusedXmlException
 from xsdata.models.datatype import XmlDateTime
 
-from issues_app.viewpoints import COLOR_RE, GUID_RE, IFC_GUID_RE, IMAGE_MAX_BYTES, PendingImage, image_type_of
+from core.limits import SCREENSHOT_MAX_BYTES
+from issues_app.viewpoints import COLOR_RE, GUID_RE, IFC_GUID_RE, PendingImage, image_type_of
 
 STATUS_TO_BCF = {"open": "Open", "checking": "In Progress", "resolved": "Resolved"}
 BCF_TO_STATUS = {
@@ -538,7 +539,7 @@ class _TopicReader:
                 self.notes.append(f"{what} {reference!r} is missing from the archive")
             return None
         info = self.archive.getinfo(name)
-        if info.file_size > IMAGE_MAX_BYTES:
+        if info.file_size > SCREENSHOT_MAX_BYTES:
             self.notes.append(f"{what} {reference!r} not kept: larger than 5 MB")
             return None
         with self.archive.open(name) as handle:

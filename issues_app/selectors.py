@@ -14,6 +14,8 @@ from pathlib import Path
 import orjson
 from django.db import connection
 
+from core.errors import NotFound
+from core.lookups import get_or_not_found
 from issues_app.issue_files import IMAGE_NAME_RE, issues_folder
 from issues_app.models import OVERRIDE_FIELDS, Comment, Issue
 from issues_app.viewpoints import GUID_RE
@@ -24,7 +26,6 @@ from models_app.storage import (
     METADATA_FILE,
     model_file,
 )
-from viewer_gateway.envelope import NotFound
 
 # API field -> column, in the order of IssueSerializer
 ISSUE_COLUMNS = {
@@ -208,21 +209,19 @@ def issue_list_json_data(model_id: str, filters: dict | None = None) -> bytes:
 
 def issue_get(model_id: str, issue_id: str) -> Issue:
     model = model_get(model_id)
-    if not ISSUE_ID_RE.match(issue_id or ""):
-        raise NotFound(f"invalid issue id {issue_id!r}: expected i_ followed by 12 lowercase hex digits")
-    try:
-        return model.issues.get(pk=issue_id)
-    except Issue.DoesNotExist:
-        raise NotFound(f"issue {issue_id} not found in model {model.id}") from None
+    return get_or_not_found(
+        model.issues, pk=issue_id, well_formed=bool(ISSUE_ID_RE.match(issue_id or "")),
+        invalid=f"invalid issue id {issue_id!r}: expected i_ followed by 12 lowercase hex digits",
+        missing=f"issue {issue_id} not found in model {model.id}",
+    )
 
 
 def comment_of_issue(issue: Issue, comment_id: str) -> Comment:
-    if not GUID_RE.match(comment_id or ""):
-        raise NotFound(f"invalid comment id {comment_id!r}: expected a lowercase UUID (8-4-4-4-12 hex digits)")
-    try:
-        return issue.comments.get(guid=comment_id)
-    except Comment.DoesNotExist:
-        raise NotFound(f"comment {comment_id} not found in issue {issue.id}") from None
+    return get_or_not_found(
+        issue.comments, guid=comment_id, well_formed=bool(GUID_RE.match(comment_id or "")),
+        invalid=f"invalid comment id {comment_id!r}: expected a lowercase UUID (8-4-4-4-12 hex digits)",
+        missing=f"comment {comment_id} not found in issue {issue.id}",
+    )
 
 
 def comment_list(model_id: str, issue_id: str):

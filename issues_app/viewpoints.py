@@ -27,13 +27,14 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from core.limits import SCREENSHOT_MAX_BYTES
+
 GUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 IFC_GUID_RE = re.compile(r"^[0-9A-Za-z_$]{22}$")
 COLOR_RE = re.compile(r"^[0-9A-Fa-f]{6}([0-9A-Fa-f]{2})?$")
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 JPEG_SIGNATURE = b"\xff\xd8\xff"
 IMAGE_TYPES = ("png", "jpg")
-IMAGE_MAX_BYTES = 5 * 1024 * 1024
 MAX_VIEWPOINTS = 100
 MAX_COMPONENTS = 200_000  # per viewpoint, all lists together
 MAX_GEOMETRY_ITEMS = 10_000  # lines, clipping planes or bitmaps per viewpoint
@@ -196,7 +197,7 @@ def decode_image(data, declared_type, path: str) -> PendingImage:
         _fail(path, "must be base64 text or a data: URL")
     if data.startswith("data:"):
         data = data.partition(",")[2]
-    if len(data) > IMAGE_MAX_BYTES * 4 // 3 + 8:
+    if len(data) > SCREENSHOT_MAX_BYTES * 4 // 3 + 8:
         _fail(path, "the image is larger than 5 MB")
     try:
         raw = base64.b64decode(data, validate=True)

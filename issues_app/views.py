@@ -1,13 +1,14 @@
 import json
 
 from django.http import FileResponse
-
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.views import json_object, validated
+from core.errors import Invalid
+from core.limits import BCF_ARCHIVE_MAX_BYTES, ISSUE_PART_MAX_BYTES
 from issues_app import selectors, services
 from issues_app.issue_files import issue_image_urls
 from issues_app.serializers import (
@@ -28,12 +29,9 @@ from issues_app.serializers import (
 )
 from issues_app.use_cases import import_bcf, migrate_overrides
 from models_app.selectors import model_get
-from viewer_gateway.envelope import InvalidInput, enveloped_json
+from viewer_gateway.envelope import enveloped_json
 from viewer_gateway.static_files import serve_file
-from viewer_gateway.uploads import BCF_ARCHIVE_MAX_BYTES, UploadLimit
-
-# the issue part may carry viewpoint snapshots as base64; the whole POST is capped at 5 MB + multipart overhead anyway
-ISSUE_PART_MAX_BYTES = 5 * 1024 * 1024
+from viewer_gateway.uploads import UploadLimit
 
 
 def _issue_part(request) -> dict:
@@ -42,20 +40,20 @@ def _issue_part(request) -> dict:
     if raw is None:
         raw = request.FILES.get("issue")
     if raw is None:
-        raise InvalidInput("multipart part 'issue' (a JSON string) is required")
+        raise Invalid("multipart part 'issue' (a JSON string) is required")
     if hasattr(raw, "read"):
         if raw.size > ISSUE_PART_MAX_BYTES:
-            raise InvalidInput("part 'issue' is larger than 5 MB")
+            raise Invalid("part 'issue' is larger than 5 MB")
         try:
             raw = raw.read().decode("utf-8")
         except UnicodeDecodeError:
-            raise InvalidInput("part 'issue' is not UTF-8 text") from None
+            raise Invalid("part 'issue' is not UTF-8 text") from None
     try:
         payload = json.loads(raw)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"part 'issue' is not valid JSON: {exc}") from None
+        raise Invalid(f"part 'issue' is not valid JSON: {exc}") from None
     if not isinstance(payload, dict):
-        raise InvalidInput("part 'issue' must be a JSON object")
+        raise Invalid("part 'issue' must be a JSON object")
     return payload
 
 
@@ -211,7 +209,7 @@ class IssuesBcfImportView(UploadLimit, APIView):
         model_get(model_id)
         upload = request.FILES.get("file")
         if upload is None:
-            raise InvalidInput("multipart part 'file' (a .bcfzip archive) is required")
+            raise Invalid("multipart part 'file' (a .bcfzip archive) is required")
         # the upload handler streamed the part into a temporary file: the archive is read from there, entry by entry
         archive = upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else upload
         return Response(import_bcf.import_bcf(model_id=model_id, archive=archive))

@@ -17,14 +17,15 @@ from pathlib import Path
 from django.conf import settings
 from filelock import ReadWriteLock, Timeout
 
-from models_app import cancellation, edit_client
+from core import cancellation
+from core.errors import ApplicationError, Conflict, Invalid, NotFound, Upstream
+from core.provenance import DEFAULT_AUTHOR, Provenance
+from models_app import edit_client
 from models_app.models import IfcModel, Project, ProjectModel
 from models_app.selectors import PROJECT_ID_RE, project_model_ids, project_model_of_format, project_of_model
 from models_app.services import model_create_for_script, model_delete, request_conversion
 from models_app.signals import project_deleting
 from models_app.storage import latest_saved_product, model_dir, publish_text
-from viewer_gateway.envelope import ApiError, Conflict, InvalidInput, NotFound, UpstreamError
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 logger = logging.getLogger(__name__)
 
@@ -97,9 +98,9 @@ def project_model_create(*, project: Project, name: str, script: str, note: str,
         saved = edit_client.call("POST", f"/models/{model.id}/script/save", json={"note": note, "author": author, "provenance": {"source": provenance}})
         with cancellation.commit(f"created {model.format} model {model.id} ({saved.get('version')})"):
             request_conversion(model.id)
-    except ApiError as exc:
+    except ApplicationError as exc:
         model_delete(model.id)
-        raise UpstreamError(f"the edit service could not build the model: {exc.detail}", data=exc.data) from None
+        raise Upstream(f"the edit service could not build the model: {exc.detail}", data=exc.data) from None
     except BaseException:
         model_delete(model.id)
         raise
@@ -125,7 +126,7 @@ def project_model_init(*, project: Project, title: str = "", script: str | None 
     project gets its drawing; a cad->ifc project first its drawing, then its IFC model, whose script reads the
     drawing's latest saved version (pinned in PARAMS "source")."""
     if project.kind == Project.Kind.IFC:
-        raise InvalidInput("init_model is for cad and cad->ifc projects (an ifc project gets its model when it is created)")
+        raise Invalid("init_model is for cad and cad->ifc projects (an ifc project gets its model when it is created)")
     drawing = project_model_of_format(project, IfcModel.Format.DXF)
     name = title or project.title
     if drawing is None:
@@ -135,12 +136,12 @@ def project_model_init(*, project: Project, title: str = "", script: str | None 
         model_format, suffix = IfcModel.Format.IFC, ".ifc"
         saved = latest_saved_product(drawing.id, ".dxf")
         if saved is None:
-            raise InvalidInput(f"the drawing {drawing.id} has no saved version to build the IFC model from")
+            raise Invalid(f"the drawing {drawing.id} has no saved version to build the IFC model from")
         source = {"model": drawing.id, "version": saved.stem}
         script = script or _named(IFC_FROM_DRAWING_SKELETON, "New building", name,
                                   {'"source": {"model": "m_0000000000000000", "version": "v1"}': f'"source": {json.dumps(source)}'}, params)
     else:
-        raise InvalidInput(f"the project already has its model(s): {', '.join(project_model_ids(project))}")
+        raise Invalid(f"the project already has its model(s): {', '.join(project_model_ids(project))}")
     return project_model_create(project=project, name=f"{name}{suffix}", script=script, note="init_model", author=author,
                                 provenance=provenance, format=model_format)
 

@@ -8,14 +8,14 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable
 
+from core.errors import ApplicationError, Invalid, NotFound
+from core.provenance import DEFAULT_AUTHOR, Provenance, provenance_error
 from models_app import edit_client
 from models_app.edit_client import UpstreamOutcomeUnknown
 from models_app.project_services import project_lock_of_model
 from models_app.selectors import model_exists
 from models_app.services import request_conversion
 from models_app.signals import version_saved
-from viewer_gateway.envelope import ApiError, InvalidInput, NotFound
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance, provenance_error
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +29,7 @@ def check_provenance(body) -> None:
         return
     provenance = body["provenance"]
     if not isinstance(provenance, dict) or provenance.get("source") not in Provenance.values:
-        raise InvalidInput(provenance_error(provenance))
+        raise Invalid(provenance_error(provenance))
 
 
 def queue_reconversion(model_id: str, payload: dict, body: dict) -> dict:
@@ -130,6 +130,6 @@ def script_cancel_runs(*, model_id: str) -> dict:
     """Kills the model's sandbox runs on the edit service (an aborted chat turn); nothing they made is published."""
     try:
         return edit_client.call("POST", f"/models/{model_id}/script/cancel")
-    except ApiError as exc:
+    except ApplicationError as exc:
         logger.warning("cancelling the sandbox runs of %s failed: %s", model_id, exc.detail)
         return {"cancelled": 0}

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from core.errors import NotFound
+from core.lookups import get_or_not_found
 from models_app.models import PROJECT_ID_PATTERN, IfcModel, Project, ProjectModel
 from models_app.storage import (
     BOOTSTRAP_IFC_FILE,
@@ -17,7 +19,6 @@ from models_app.storage import (
     latest_saved_product,
     model_file,
 )
-from viewer_gateway.envelope import NotFound
 
 PROJECT_ID_RE = re.compile(rf"^{PROJECT_ID_PATTERN}$")
 
@@ -26,12 +27,10 @@ PROJECT_ID_RE = re.compile(rf"^{PROJECT_ID_PATTERN}$")
 
 
 def model_get(model_id: str) -> IfcModel:
-    if not MODEL_ID_RE.match(model_id or ""):
-        raise NotFound(f"invalid model id {model_id!r}: expected m_ followed by 16 lowercase hex digits")
-    try:
-        return IfcModel.objects.get(pk=model_id)
-    except IfcModel.DoesNotExist:
-        raise NotFound(f"model {model_id} not found") from None
+    return get_or_not_found(
+        IfcModel.objects, pk=model_id, well_formed=bool(MODEL_ID_RE.match(model_id or "")),
+        invalid=f"invalid model id {model_id!r}: expected m_ followed by 16 lowercase hex digits", missing=f"model {model_id} not found",
+    )
 
 
 def model_list():
@@ -73,12 +72,10 @@ def model_download_file(model_id: str, *, current_product: bool = False) -> tupl
 
 
 def project_get(project_id: str) -> Project:
-    if not PROJECT_ID_RE.match(project_id or ""):
-        raise NotFound(f"project {project_id!r} not found (ids look like p_ + 16 lowercase hex digits)")
-    try:
-        return Project.objects.get(pk=project_id)
-    except Project.DoesNotExist:
-        raise NotFound(f"project {project_id} not found") from None
+    return get_or_not_found(
+        Project.objects, pk=project_id, well_formed=bool(PROJECT_ID_RE.match(project_id or "")),
+        invalid=f"project {project_id!r} not found (ids look like p_ + 16 lowercase hex digits)", missing=f"project {project_id} not found",
+    )
 
 
 def project_exists(project_id: str) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import shutil
@@ -13,6 +12,8 @@ from django.conf import settings
 from django.db import transaction
 
 from core import jobs
+from core.errors import Conflict, Invalid, NotFound, TooLarge
+from core.files import link_or_copy
 from models_app.conversion.runner import PipelineResult, run_pipeline
 from models_app.conversion.sandbox import ConversionLimits
 from models_app.models import IfcModel
@@ -29,7 +30,6 @@ from models_app.storage import (
     publish_text,
     trashed_model_dir,
 )
-from viewer_gateway.envelope import Conflict, InvalidInput, NotFound, TooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -44,18 +44,18 @@ def _check_step_content(path: Path) -> None:
     with open(path, "rb") as handle:
         head = handle.read(4096)
     if not head.strip():
-        raise InvalidInput("the file is empty")
+        raise Invalid("the file is empty")
     if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(STEP_SIGNATURE):
-        raise InvalidInput("the file is not an IFC file: it does not start with the ISO-10303-21 STEP header")
+        raise Invalid("the file is not an IFC file: it does not start with the ISO-10303-21 STEP header")
     if b"FILE_SCHEMA" not in head.upper():
-        raise InvalidInput("the file is not an IFC file: its STEP header names no FILE_SCHEMA")
+        raise Invalid("the file is not an IFC file: its STEP header names no FILE_SCHEMA")
 
 
 def model_upload(*, uploaded_file) -> IfcModel:
     """Stores an uploaded IFC (already streamed to a temporary file) and queues its conversion."""
     name = os.path.basename(uploaded_file.name or "").strip()
     if not name.lower().endswith(".ifc"):
-        raise InvalidInput(f"only .ifc files are accepted, got {name or 'a file without a name'!r}")
+        raise Invalid(f"only .ifc files are accepted, got {name or 'a file without a name'!r}")
     limit = settings.VIEWER.max_upload_bytes
     if uploaded_file.size > limit:
         raise TooLarge(f"file exceeds the upload limit of {limit / (1024 * 1024):g} MB")
@@ -161,15 +161,6 @@ def model_delete(model_id: str) -> None:
 # --- conversion run (inside a worker) --------------------------------------------------------------------------
 
 
-def _link_or_copy(source: Path, target: Path) -> None:
-    try:
-        os.link(source, target)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        shutil.copyfile(source, target)
-
-
 def publish_outputs(work_dir: Path, folder: Path) -> None:
     for name in STATIC_OUTPUTS:
         if (work_dir / name).exists():
@@ -213,7 +204,7 @@ def convert_claimed(model: IfcModel) -> str | None:
     try:
         try:
             work_dir.mkdir()  # never parents: a deleted model's folder must not come back
-            _link_or_copy(folder / IFC_FILE, source)  # the run converts this exact file even if model.ifc is replaced
+            link_or_copy(folder / IFC_FILE, source)  # the run converts this exact file even if model.ifc is replaced
             result = convert_ifc(source, work_dir, jobs.progress_writer(CONVERSION, model))
         except OSError as exc:  # the model folder vanished (deleted) or the disk failed
             result = None

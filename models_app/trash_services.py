@@ -19,13 +19,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import Conflict, NotFound
 from models_app.models import MODEL_ID_PATTERN, PROJECT_ID_PATTERN, Deletion, IfcModel, Project, ProjectModel
-from models_app.selectors import model_get, project_get, project_model_ids
 from models_app.project_services import project_delete
+from models_app.selectors import model_get, project_get, project_model_ids
 from models_app.services import model_delete, request_conversion
 from models_app.signals import project_deleting
 from models_app.storage import model_dir, trashed_model_dir
-from viewer_gateway.envelope import Conflict, NotFound
 from viewer_gateway.principal import Principal
 
 logger = logging.getLogger(__name__)

@@ -18,6 +18,7 @@ from pathlib import Path
 from django.db import transaction
 
 from core import jobs
+from core.errors import ApplicationError, Invalid, NotFound
 from models_app import edit_client
 from models_app.models import IfcModel, VersionGeometry
 from models_app.services import convert_ifc, model_get, publish_outputs
@@ -30,7 +31,6 @@ from models_app.storage import (
     version_geometry_dir,
     version_geometry_root,
 )
-from viewer_gateway.envelope import ApiError, InvalidInput, NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ ACTIVE = (VersionGeometry.Status.QUEUED, VersionGeometry.Status.CONVERTING)
 
 def _version_checked(version: str) -> str:
     if not VERSION_RE.match(version or ""):
-        raise InvalidInput(f"invalid version {version!r}: a saved version v<n> (v1, v2, ...)")
+        raise Invalid(f"invalid version {version!r}: a saved version v<n> (v1, v2, ...)")
     return version
 
 
@@ -89,7 +89,7 @@ def version_geometry_request(model_id: str, version: str) -> VersionGeometry:
     version that is not v<n>, 40400 for a version the model has not saved."""
     model = model_get(model_id)
     if model.format == IfcModel.Format.DXF:
-        raise InvalidInput(f"model {model.id} is a DXF drawing: drawings have no 3D geometry per version")
+        raise Invalid(f"model {model.id} is a DXF drawing: drawings have no 3D geometry per version")
     _version_checked(version)
     existing = VersionGeometry.objects.filter(model=model, version=version).first()
     if existing is not None and (existing.status in ACTIVE or (existing.status == VersionGeometry.Status.READY and _files_present(model.id, version))):
@@ -155,8 +155,8 @@ def convert_claimed_version(geometry: VersionGeometry) -> None:
             jobs.finish(VERSION_GEOMETRY, geometry, status=VersionGeometry.Status.READY, error="", progress_phase="done", progress_percent=100)
         else:
             jobs.finish(VERSION_GEOMETRY, geometry, status=VersionGeometry.Status.FAILED, error=(result.error or "conversion failed")[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
-    except (ApiError, OSError) as exc:  # the edit service could not give the IFC; the model folder vanished (deleted)
-        message = str(exc.detail) if isinstance(exc, ApiError) else f"conversion could not run: {exc}"
+    except (ApplicationError, OSError) as exc:  # the edit service could not give the IFC; the model folder vanished (deleted)
+        message = str(exc.detail) if isinstance(exc, ApplicationError) else f"conversion could not run: {exc}"
         jobs.finish(VERSION_GEOMETRY, geometry, status=VersionGeometry.Status.FAILED, error=message[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)

@@ -4,10 +4,10 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import Invalid, NotFound
 from models_app import selectors, services, trash_services, version_geometry
 from models_app.serializers import ModelSerializer, ModelUploadSerializer, VersionGeometrySerializer
 from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
-from viewer_gateway.envelope import InvalidInput, NotFound
 from viewer_gateway.principal import Principal
 from viewer_gateway.static_files import serve_file
 from viewer_gateway.uploads import UploadLimit
@@ -30,10 +30,10 @@ class ModelListView(UploadLimit, APIView):
     )
     def post(self, request):
         if not (request.content_type or "").startswith("multipart/form-data"):
-            raise InvalidInput(f"{FILE_PART_REQUIRED}, got Content-Type {request.content_type or 'none'!r}")
+            raise Invalid(f"{FILE_PART_REQUIRED}, got Content-Type {request.content_type or 'none'!r}")
         uploaded = request.FILES.get("file")
         if uploaded is None:
-            raise InvalidInput(FILE_PART_REQUIRED)
+            raise Invalid(FILE_PART_REQUIRED)
         return Response(ModelSerializer(services.model_upload(uploaded_file=uploaded)).data)
 
 

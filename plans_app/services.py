@@ -9,14 +9,13 @@ from datetime import timezone
 
 from django.db import transaction
 
+from core.errors import Conflict, Invalid, NotFound
+from core.provenance import DEFAULT_AUTHOR, Provenance
 from models_app.models import Project
 from models_app.selectors import project_get
 from plans_app import validation
 from plans_app.diff import diff_states
 from plans_app.models import PLAN_FILES, PlanVersion
-from viewer_gateway.envelope import Conflict, InvalidInput, NotFound
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
-
 
 
 def _check_name(name: str) -> None:
@@ -41,11 +40,11 @@ def plan_file_get(*, project_id: str, name: str) -> tuple[dict | None, str | Non
 
 def check_document(name: str, document) -> None:
     if not isinstance(document, dict):
-        raise InvalidInput(f"{name} $: must be a JSON object", data={"errors": [{"file": name, "path": "$", "message": "must be a JSON object"}]})
+        raise Invalid(f"{name} $: must be a JSON object", data={"errors": [{"file": name, "path": "$", "message": "must be a JSON object"}]})
     errors = validation.schema_errors(name, document)
     if errors:
         first = errors[0]
-        raise InvalidInput(f"{first['file']} {first['path']}: {first['message']}", data={"errors": errors})
+        raise Invalid(f"{first['file']} {first['path']}: {first['message']}", data={"errors": errors})
 
 
 def write_version(project: Project, files: dict, *, changed: list[str], author: str, provenance: str, operation: str, note: str = "") -> PlanVersion:
@@ -90,7 +89,7 @@ def _state(project: Project, label: str) -> dict:
         latest = latest_version(project)
         return latest.files() if latest else dict.fromkeys(PLAN_FILES)
     if not (label.startswith("v") and label[1:].isdigit()):
-        raise InvalidInput(f"a version is v<n> or current, not {label!r}")
+        raise Invalid(f"a version is v<n> or current, not {label!r}")
     version = project.plan_versions.filter(number=int(label[1:])).first()
     if version is None:
         raise NotFound(f"plan version {label} not found")

@@ -8,13 +8,18 @@ without a cgroup (`allow_no_cgroup_setting`); the cgroup, the rlimits and the st
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Mapping
 
+from sandboxing import bwrap
 from sandboxing.bwrap import MEGABYTE
 from sandboxing.cgroups import DEFAULT_ROOT, RunCgroup
 from sandboxing.probe import CgroupPolicy
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+CODE_MOUNT = "/sandbox/lib"  # where python_command mounts the project's packages a stage may import
 
 # the words a yes/no setting may be given as in the environment (any case, surrounding blanks ignored)
 TRUE_WORDS = ("1", "true", "yes")
@@ -69,3 +74,16 @@ def open_read(path: Path) -> int:
 def open_new(path: Path) -> int:
     """A descriptor to hand a stage for writing a file that must not exist yet."""
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+
+
+def python_command(limits: StageLimits, argv: list[str], packages: tuple[str, ...]) -> list[str]:
+    """`python argv...` in the sandbox of the stages that parse an IFC with ifcopenshell (the conversion zygote's,
+    an IDS check's), with only the project's `packages` importable (never the checkout, which holds the config)."""
+    return bwrap.command(
+        limits.bwrap,
+        mounts=[*bwrap.python_mounts(), *(arg for package in packages for arg in bwrap.ro_bind(PROJECT_ROOT / package, f"{CODE_MOUNT}/{package}"))],
+        workdir="/",
+        env={"PATH": "/usr/bin:/bin", "HOME": "/", "PYTHONPATH": CODE_MOUNT, "PYTHONDONTWRITEBYTECODE": "1",
+             "PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+        program=[sys.executable, *argv],
+    )

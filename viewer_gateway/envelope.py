@@ -31,20 +31,11 @@ from core.errors import (
     UNAUTHORIZED,
     UPSTREAM,  # noqa: F401
     ApplicationError,
-    Conflict,  # noqa: F401
-    Invalid,
-    NotFound,  # noqa: F401
     TooLarge,
-    Upstream,
 )
 from viewer_gateway.host_paths import neutral_paths, neutral_paths_in_json
 
 logger = logging.getLogger(__name__)
-
-# the old names of core.errors' classes, for the services that still use them
-ApiError = ApplicationError
-InvalidInput = Invalid
-UpstreamError = Upstream
 
 
 def envelope(data=None, code: int = OK, message: str = "ok") -> dict:

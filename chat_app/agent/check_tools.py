@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import time
 
+from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
 from checks_app import selectors, services
 from checks_app.models import Check
-from models_app import cancellation
-from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
-from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
+from core import cancellation
+from core.provenance import AGENT_AUTHOR, Provenance
 
 CHECK_ID = {"type": "string", "pattern": "^chk_[0-9a-f]{16}$"}
 POLL_SECONDS = 0.5

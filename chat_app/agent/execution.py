@@ -4,7 +4,7 @@ Every tool function runs in a worker thread of its own pool, so nothing a tool d
 call, a walk over a large metadata.json) can hold up the loop that serves every request and stream of the gateway.
 
 An abort cancels the awaiting task at once (the turn ends within a second); the call's thread cannot be killed, so:
-- the call's CancelGuard is cancelled: the use case stops at its next commit point (models_app.cancellation), and
+- the call's CancelGuard is cancelled: the use case stops at its next commit point (core.cancellation), and
   what it had committed before is known exactly and recorded in the aborted part (metadata.committed);
 - the sandbox runs of the models the call may build (its model, else every model of the session's project) are
   killed on the edit service, again and again until the thread has ended, so a build started meanwhile dies too;
@@ -27,7 +27,7 @@ from chat_app import events, frames
 from chat_app.agent.tools import Tool, ToolCall, ToolResult
 from chat_app.models import Part
 from chat_app.threads import in_thread
-from models_app.cancellation import CancelGuard, cancellable
+from core.cancellation import CancelGuard, cancellable
 from models_app.script_services import script_cancel_runs
 from models_app.selectors import project_model_ids
 
@@ -87,7 +87,7 @@ def _stop_builds_while(future: concurrent.futures.Future, call: ToolCall) -> Non
 
 def _record_late_result(call: ToolCall, part_id: str, future: concurrent.futures.Future, guard: CancelGuard, committed_at_abort: list[str]) -> None:
     """The thread of an aborted call ended: what it committed after the abort (an outside service finishing, see
-    models_app.cancellation.record) and a result it still produced are recorded with the aborted part; the
+    core.cancellation.record) and a result it still produced are recorded with the aborted part; the
     result's frames are published."""
     result: ToolResult | None = None if future.cancelled() or future.exception() is not None else future.result()
     if result is None and guard.committed == committed_at_abort:

@@ -5,10 +5,10 @@ itself, through the project event seam."""
 from __future__ import annotations
 
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
+from core.provenance import AGENT_AUTHOR, Provenance
 from plans_app import services
-from plans_app.use_cases import deliver as delivery
 from plans_app.models import PLAN_FILES
-from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
+from plans_app.use_cases import deliver as delivery
 
 NAME = {"type": "string", "enum": list(PLAN_FILES)}
 VERSION = {"type": "string", "pattern": "^(v[0-9]+|current)$"}

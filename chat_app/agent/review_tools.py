@@ -6,8 +6,8 @@ from __future__ import annotations
 from rest_framework.exceptions import ValidationError
 
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output, object_schema
+from core.provenance import AGENT_AUTHOR, Provenance
 from issues_app import selectors, services
-from issues_app.use_cases import migrate_overrides as migration
 from issues_app.serializers import (
     ChangeEntrySerializer,
     CommentSerializer,
@@ -16,7 +16,7 @@ from issues_app.serializers import (
     IssueSerializer,
     PropertiesUpdateSerializer,
 )
-from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
+from issues_app.use_cases import migrate_overrides as migration
 
 AI = {"source": Provenance.AI.value}
 VECTOR = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3}

@@ -9,11 +9,11 @@ from functools import cache
 from chat_app import frames
 from chat_app.agent.scope import check_drawing_source
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
+from core.provenance import AGENT_AUTHOR, Provenance
 from core.script_analysis import AnalysisLimits, AnalysisPool, ScriptAnalysisError
 from models_app import script_services
 from models_app.models import IfcModel
 from models_app.script_services import PROXY_ROUTES
-from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
 
 ROUTES = {route.route: route for route in PROXY_ROUTES}
 AGENT = {"author": AGENT_AUTHOR, "provenance": {"source": Provenance.AI.value}}

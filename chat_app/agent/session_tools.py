@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from chat_app import frames, selectors, services
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
+from core.provenance import AGENT_AUTHOR, Provenance
 from models_app.project_services import project_model_init
-from viewer_gateway.provenance import AGENT_AUTHOR, Provenance
 
 
 @agent_tool("session_info", "The session's project (id, title, kind), its bound model (id, name, conversion status) and the project's models.")

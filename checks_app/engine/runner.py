@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Callable
 
 from checks_app.engine.child import MEMORY_EXIT_CODE, UNRUNNABLE_IDS_EXIT_CODE
-from models_app.conversion.sandbox import ConversionLimits, python_command
+from models_app.conversion.sandbox import ConversionLimits
 from sandboxing import bwrap, seccomp
-from sandboxing.limits import open_new, open_read
+from sandboxing.limits import open_new, open_read, python_command
 from sandboxing.probe import IsolationUnavailable, isolation_problem
 from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageTimeout
 

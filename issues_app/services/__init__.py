@@ -2,7 +2,6 @@
 BCF export. The reads are in issues_app.selectors; the multi-step use cases (BCF import, migration of the
 overrides) have a module each in issues_app.use_cases."""
 
-from issues_app.selectors import overrides_of_model as override_set  # noqa: F401 - moved to issues_app.selectors.overrides_of_model; checks_app/services.py (being reworked) still imports this name
 from issues_app.services.bcf_exchange import issues_export_bcf
 from issues_app.services.comments import (
     COMMENT_MAX_CHARS,

@@ -5,17 +5,17 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import Invalid
+from core.provenance import DEFAULT_AUTHOR
 from issues_app.models import Comment, Issue
 from issues_app.selectors import comment_of_issue, issue_get
-from viewer_gateway.envelope import InvalidInput
-from viewer_gateway.provenance import DEFAULT_AUTHOR
 
 COMMENT_MAX_CHARS = 10_000
 
 
 def _check_viewpoint_guid(issue: Issue, viewpoint_guid: str | None) -> None:
     if viewpoint_guid and viewpoint_guid not in {viewpoint["guid"] for viewpoint in issue.viewpoints or ()}:
-        raise InvalidInput(f"viewpointGuid {viewpoint_guid} is not a viewpoint of issue {issue.id}")
+        raise Invalid(f"viewpointGuid {viewpoint_guid} is not a viewpoint of issue {issue.id}")
 
 
 def _touch_issue(issue: Issue, author: str | None) -> None:
@@ -36,9 +36,9 @@ def _locked_issue(model_id: str, issue_id: str) -> Issue:
 def comment_add(*, model_id: str, issue_id: str, text: str, author: str = DEFAULT_AUTHOR, viewpoint_guid: str | None = None) -> Comment:
     """A new comment at the end of the issue's thread; viewpoint_guid must name one of the issue's viewpoints."""
     if not (text or "").strip():
-        raise InvalidInput("text: a comment needs text")
+        raise Invalid("text: a comment needs text")
     if len(text) > COMMENT_MAX_CHARS:
-        raise InvalidInput(f"text: at most {COMMENT_MAX_CHARS} characters")
+        raise Invalid(f"text: at most {COMMENT_MAX_CHARS} characters")
     with transaction.atomic():
         issue = _locked_issue(model_id, issue_id)
         _check_viewpoint_guid(issue, viewpoint_guid)
@@ -51,9 +51,9 @@ def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: di
     """changes: text, viewpointGuid (None or "" removes the reference), modifiedAuthor. A real change sets
     modifiedDate and modifiedAuthor; nothing given changes nothing."""
     if "text" in changes and not (changes["text"] or "").strip():
-        raise InvalidInput("text: a comment needs text")
+        raise Invalid("text: a comment needs text")
     if len(changes.get("text") or "") > COMMENT_MAX_CHARS:
-        raise InvalidInput(f"text: at most {COMMENT_MAX_CHARS} characters")
+        raise Invalid(f"text: at most {COMMENT_MAX_CHARS} characters")
     with transaction.atomic():
         issue = _locked_issue(model_id, issue_id)
         comment = comment_of_issue(issue, comment_id)

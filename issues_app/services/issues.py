@@ -7,6 +7,9 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from core.errors import Invalid, TooLarge
+from core.limits import SCREENSHOT_MAX_BYTES
+from core.provenance import DEFAULT_AUTHOR, Provenance
 from issues_app import bcf
 from issues_app.issue_files import (
     DOCUMENTS_FOLDER,
@@ -22,14 +25,10 @@ from issues_app.issue_files import (
 )
 from issues_app.models import Issue
 from issues_app.selectors import issue_get
-from issues_app.viewpoints import camera_of
+from issues_app.viewpoints import PNG_SIGNATURE, camera_of
 from models_app.selectors import model_get
 from models_app.storage import model_dir
-from viewer_gateway.envelope import InvalidInput, TooLarge
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SCREENSHOT_MAX_BYTES = 5 * 1024 * 1024
 # PATCH field (API name) -> column
 TOPIC_FIELDS = {
     "title": "title", "comment": "comment", "status": "status", "topicType": "topic_type", "priority": "priority", "labels": "labels",
@@ -43,7 +42,7 @@ def _check_screenshot(upload) -> None:
         raise TooLarge("screenshot exceeds 5 MB")
     upload.seek(0)
     if upload.read(len(PNG_SIGNATURE)) != PNG_SIGNATURE:
-        raise InvalidInput("screenshot must be a PNG image (the file does not start with the PNG signature)")
+        raise Invalid("screenshot must be a PNG image (the file does not start with the PNG signature)")
     upload.seek(0)
 
 
@@ -73,7 +72,7 @@ def issue_create(*, model_id: str, data: dict, screenshot=None) -> Issue:
     if screenshot is not None:
         _check_screenshot(screenshot)
         if viewpoints and viewpoints[0].get("snapshot"):
-            raise InvalidInput("give the screenshot either as the 'screenshot' part or as the first viewpoint's snapshot, not both")
+            raise Invalid("give the screenshot either as the 'screenshot' part or as the first viewpoint's snapshot, not both")
     issue = Issue(
         model=model,
         entity_id=data.get("entityId", ""),
@@ -106,10 +105,10 @@ def _check_references(issue: Issue, viewpoints: list[dict] | None, document_refe
         kept = {viewpoint["guid"] for viewpoint in viewpoints}
         orphaned = issue.comments.exclude(viewpoint_guid="").exclude(viewpoint_guid__in=kept).values_list("guid", "viewpoint_guid").first()
         if orphaned:
-            raise InvalidInput(f"viewpoint {orphaned[1]} is referred to by comment {orphaned[0]}: change or delete the comment first")
+            raise Invalid(f"viewpoint {orphaned[1]} is referred to by comment {orphaned[0]}: change or delete the comment first")
     for reference in document_references or ():
         if reference.get("documentGuid") and not (issues_folder(issue.model_id) / DOCUMENTS_FOLDER / reference["documentGuid"]).is_file():
-            raise InvalidInput(f"documentReferences: document {reference['documentGuid']} is not stored with this model")
+            raise Invalid(f"documentReferences: document {reference['documentGuid']} is not stored with this model")
 
 
 def issue_update(*, model_id: str, issue_id: str, changes: dict) -> Issue:

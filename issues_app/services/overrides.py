@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from core.errors import Invalid
+from core.provenance import DEFAULT_AUTHOR, Provenance
 from issues_app.models import OVERRIDE_FIELDS, ChangeEntry, Override
 from issues_app.selectors import element_ifc_value
 from models_app.models import IfcModel
 from models_app.selectors import model_get
-from viewer_gateway.envelope import InvalidInput
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 
 def _entity_overrides(model: IfcModel, entity_id: str) -> dict[str, str]:
@@ -31,10 +31,10 @@ def entity_properties_update(
     overrides. One transaction, serialised per model."""
     model_get(model_id)
     if not entity_id or len(entity_id) > 64:
-        raise InvalidInput(f"invalid entity id {entity_id!r}: 1 to 64 characters")
+        raise Invalid(f"invalid entity id {entity_id!r}: 1 to 64 characters")
     unknown = sorted(set(fields) - set(OVERRIDE_FIELDS))
     if unknown:
-        raise InvalidInput(f"field(s) outside the whitelist: {', '.join(unknown)} (allowed: {', '.join(OVERRIDE_FIELDS)})")
+        raise Invalid(f"field(s) outside the whitelist: {', '.join(unknown)} (allowed: {', '.join(OVERRIDE_FIELDS)})")
     with transaction.atomic():
         model = IfcModel.objects.select_for_update().get(pk=model_id)  # concurrent writers queue here
         current = _entity_overrides(model, entity_id)

@@ -12,6 +12,8 @@ from typing import BinaryIO
 
 from django.db import transaction
 
+from core.errors import Invalid
+from core.provenance import DEFAULT_AUTHOR
 from issues_app import bcf
 from issues_app.issue_files import (
     FileBatch,
@@ -28,8 +30,6 @@ from issues_app.selectors import element_name_and_type
 from issues_app.viewpoints import camera_of, selected_guid
 from models_app.models import IfcModel
 from models_app.selectors import model_get
-from viewer_gateway.envelope import InvalidInput
-from viewer_gateway.provenance import DEFAULT_AUTHOR
 
 
 def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
@@ -91,7 +91,7 @@ def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
         for path in documents_created:
             path.unlink(missing_ok=True)
         if isinstance(exc, bcf.BcfArchiveError):
-            raise InvalidInput(f"cannot import the BCF archive: {exc}") from None
+            raise Invalid(f"cannot import the BCF archive: {exc}") from None
         raise
     for issue, before in images_before:
         remove_unused_images(issue, before)

@@ -9,14 +9,14 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from core.errors import ApplicationError, Conflict, Invalid, Upstream
+from core.provenance import DEFAULT_AUTHOR, Provenance
 from issues_app.models import ChangeEntry, Override, OverrideMigration
 from issues_app.selectors import element_ifc_value
 from models_app import edit_client
 from models_app.models import IfcModel
 from models_app.selectors import model_get
 from models_app.services import request_conversion
-from viewer_gateway.envelope import ApiError, Conflict, InvalidInput, UpstreamError
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 logger = logging.getLogger(__name__)
 
@@ -62,11 +62,11 @@ def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
         try:
             _migrate_one(model.id, override)
             migrated.append((override, item))
-        except UpstreamError:
+        except Upstream:
             if migrated:
                 _discard_staging(model.id)
             raise
-        except ApiError as exc:
+        except ApplicationError as exc:
             failed.append({**item, "reason": str(exc.detail)})
     if not migrated:
         return {"migrated": [], "failed": failed, "version": None}
@@ -75,9 +75,9 @@ def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
             "POST", f"/models/{model.id}/script/save",
             json={"note": "migrate overrides", "operation": "migrate", "author": author, "provenance": {"source": provenance}},
         )
-    except ApiError as exc:
+    except ApplicationError as exc:
         _discard_staging(model.id)
-        if isinstance(exc, UpstreamError):
+        if isinstance(exc, Upstream):
             raise
         reason = f"the migrated script could not be saved: {exc.detail}"
         return {"migrated": [], "failed": failed + [{**item, "reason": reason} for _, item in migrated], "version": None}
@@ -97,12 +97,12 @@ def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
 
 
 def _migrate_one(model_id: str, override: Override) -> None:
-    """One override -> one edit-call on the element's call site; raises ApiError with the reason on failure."""
+    """One override -> one edit-call on the element's call site; raises ApplicationError with the reason on failure."""
     located = edit_client.call("GET", f"/models/{model_id}/script/locate", params={"guid": override.entity_id})
     if located.get("stale"):
-        raise InvalidInput("the staged script has changes that were not run; run or discard them first")
+        raise Invalid("the staged script has changes that were not run; run or discard them first")
     if not located.get("found"):
-        raise InvalidInput("the element is not created by the build script (no call site in the script map)")
+        raise Invalid("the element is not created by the build script (no call site in the script map)")
     edit_client.call(
         "POST", f"/models/{model_id}/script/edit-call",
         json={"designKey": located["designKey"], "argument": override.field, "value": override.value},
@@ -113,7 +113,7 @@ def _discard_staging(model_id: str) -> None:
     """Takes the migration's staged edit-calls back (staging was empty before it started)."""
     try:
         edit_client.call("POST", f"/models/{model_id}/script/discard")
-    except ApiError:
+    except ApplicationError:
         logger.exception("discarding the failed migration of %s failed", model_id)
 
 

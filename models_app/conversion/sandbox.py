@@ -21,7 +21,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -31,12 +30,10 @@ from typing import ClassVar
 import psutil
 
 from sandboxing import bwrap, seccomp
-from sandboxing.limits import StageLimits
+from sandboxing.limits import StageLimits, python_command
 from sandboxing.probe import isolation_problem
 from sandboxing.stage import ERROR_TAIL_BYTES, keep_tail
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CODE_MOUNT = "/sandbox/lib"
 ALLOW_NO_CGROUP = "conversionAllowNoCgroup"
 ZYGOTE_START_SECONDS = 120
 
@@ -116,19 +113,6 @@ def node_command(limits: ConversionLimits, node_bin: str, converter_script: Path
     )
 
 
-def python_command(limits: ConversionLimits, argv: list[str], packages: tuple[str, ...] = ("models_app",)) -> list[str]:
-    """`python argv...` in the sandbox of the stages that parse an IFC with ifcopenshell (the conversion zygote's,
-    an IDS check's), with only the project's `packages` importable (never the checkout, which holds the config)."""
-    return bwrap.command(
-        limits.bwrap,
-        mounts=[*bwrap.python_mounts(), *(arg for package in packages for arg in bwrap.ro_bind(PROJECT_ROOT / package, f"{CODE_MOUNT}/{package}"))],
-        workdir="/",
-        env={"PATH": "/usr/bin:/bin", "HOME": "/", "PYTHONPATH": CODE_MOUNT, "PYTHONDONTWRITEBYTECODE": "1",
-             "PYTHONHASHSEED": "0", "LANG": "C.UTF-8", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
-        program=[sys.executable, *argv],
-    )
-
-
 def _namespace_pid(pid: int) -> int | None:
     """A process's pid in its innermost pid namespace (the last NSpid entry)."""
     try:
@@ -158,7 +142,7 @@ class Zygote:
         if problem := isolation_problem(self.limits.bwrap):
             raise ConversionUnavailable(f"conversion sandbox unavailable: {problem}")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        zygote = python_command(self.limits, ["-m", "models_app.conversion.zygote", "--control-fd", str(theirs.fileno())])
+        zygote = python_command(self.limits, ["-m", "models_app.conversion.zygote", "--control-fd", str(theirs.fileno())], packages=("models_app",))
         seccomp_fd = seccomp.program_fd()
         argv, chain_env = bwrap.limited(zygote, rlimits=self.limits.rlimits(), cgroup=None, seccomp_fd=seccomp_fd)
         self.stderr_tail = bytearray()

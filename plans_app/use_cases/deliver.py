@@ -18,7 +18,9 @@ from datetime import datetime, timezone
 
 from django.db import transaction
 
-from models_app import cancellation
+from core import cancellation
+from core.errors import ApplicationError, Conflict, Invalid, NotFound
+from core.provenance import DEFAULT_AUTHOR, Provenance
 from models_app.models import IfcModel, Project
 from models_app.project_services import ifc_skeleton_script, project_lock, project_model_create, project_model_init
 from models_app.script_services import PROXY_ROUTES, forward
@@ -27,8 +29,6 @@ from models_app.signals import project_event
 from plans_app import validation
 from plans_app.models import PLAN_FILES, PlanVersion
 from plans_app.services import check_document, latest_version, write_version
-from viewer_gateway.envelope import ApiError, Conflict, InvalidInput, NotFound
-from viewer_gateway.provenance import DEFAULT_AUTHOR, Provenance
 
 logger = logging.getLogger(__name__)
 ROUTES = {route.route: route for route in PROXY_ROUTES}
@@ -86,16 +86,16 @@ def _build_model(model: IfcModel, updates: dict, author: str, provenance: str) -
     params = _edit(model.id, "script/params", "GET")
     missing = [key for key in updates if key not in params]
     if missing:
-        raise InvalidInput(f"the build script of {model.id} declares no PARAMS {' and '.join(missing)}; a delivery writes them")
+        raise Invalid(f"the build script of {model.id} declares no PARAMS {' and '.join(missing)}; a delivery writes them")
     if all(params[key] == value for key, value in updates.items()):
         return Built(model.id, model.format, _edit(model.id, "edit/versions", "GET")["current"])
     cancellation.check()
     _edit(model.id, "script", "PUT", {"params": {**params, **updates}, "note": "deliver"})
     try:
         saved = _edit(model.id, "script/save", "POST", {"note": "deliver", "author": author, "provenance": {"source": provenance}})
-    except ApiError as exc:
+    except ApplicationError as exc:
         _discard_quietly(model.id)
-        raise InvalidInput(f"the delivery could not build {model.id}: {exc.detail}", data=exc.data) from None
+        raise Invalid(f"the delivery could not build {model.id}: {exc.detail}", data=exc.data) from None
     cancellation.record(f"saved {model.format} model {model.id} {saved['version']}")
     return Built(model.id, model.format, saved["version"], saved.get("semanticDiff"))
 
@@ -113,7 +113,7 @@ def _create_model(project: Project, updates: dict, author: str, provenance: str)
 def _discard_quietly(model_id: str) -> None:
     try:
         _edit(model_id, "script/discard", "POST")
-    except ApiError:
+    except ApplicationError:
         logger.exception("discarding the failed delivery of %s failed", model_id)
 
 
@@ -133,7 +133,7 @@ def _build_project(project: Project, plan: dict, supplement: dict, author: str, 
         model = existing[model_format]
         try:
             built.append(_build_model(model, updates, author, provenance) if model is not None else _create_model(project, updates, author, provenance))
-        except ApiError as exc:
+        except ApplicationError as exc:
             if built:  # versions are never taken back: say what was built before the failure
                 exc.detail = f"{exc.detail} (already built: {', '.join(f'{b.model_id} {b.version}' for b in built)})"
             raise
@@ -197,7 +197,7 @@ def deliver(*, project_id: str, plan: dict, bim_supplement: dict, author: str = 
     check_document("bim_supplement", bim_supplement)
     errors = validation.cross_reference_errors(plan, bim_supplement, _known_design_keys(project, plan))
     if errors:
-        raise InvalidInput(f"{errors[0]['file']} {errors[0]['path']}: {errors[0]['message']}", data={"errors": errors})
+        raise Invalid(f"{errors[0]['file']} {errors[0]['path']}: {errors[0]['message']}", data={"errors": errors})
     with project_lock(project.id, exclusive=True):
         built = _build_project(project, plan, bim_supplement, author, provenance)
         with cancellation.commit("recorded the delivery"), transaction.atomic():

@@ -11,11 +11,11 @@ from chat_app import events, lifecycle, services
 from chat_app.agent.element_tools import storeys_by_id
 from chat_app.agent.scripted import ScriptedModel, visible_change
 from chat_app.models import ChatSession, Message, PendingQuestion, SessionEvent, Turn
+from core.errors import Invalid, NotFound, Upstream
 from models_app import project_services
 from models_app.models import IfcModel, Project
 from models_app.storage import model_dir
 from tests.e2e.stack import free_port
-from viewer_gateway.envelope import InvalidInput, NotFound, UpstreamError
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
 
@@ -161,7 +161,7 @@ def test_a_permission_request_waits_busy_and_a_rejection_reaches_the_model(sessi
     assert [f.event for f in fresh] == ["session.status", "question.ask"]
     with pytest.raises(NotFound):
         services.question_answer(session_id=session.id, interrupt_id="que_000000000000", answer="once")
-    with pytest.raises(InvalidInput):
+    with pytest.raises(Invalid):
         services.question_answer(session_id=session.id, interrupt_id=question.interrupt_id, answer="maybe")
     services.question_answer(session_id=session.id, interrupt_id=question.interrupt_id, answer="reject: not today")
     assert services.question_answer(session_id=session.id, interrupt_id=question.interrupt_id, answer="reject: not today") == {"accepted": True}
@@ -219,12 +219,12 @@ def test_one_active_turn_per_session_is_a_database_rule(lone_session):
 
 def test_bad_inputs_change_nothing(session):
     for text in ("", "   "):
-        with pytest.raises(InvalidInput):
+        with pytest.raises(Invalid):
             services.message_post(session_id=session.id, text=text)
     for bad in ("c_123", "../x", "c_ffffffffffffffff"):
         with pytest.raises(NotFound):
             services.message_post(session_id=bad, text="x")
-    with pytest.raises(InvalidInput):
+    with pytest.raises(Invalid):
         services.session_open(project_id="p_0000000000000000")
     assert SessionEvent.objects.filter(session=session).exclude(event="session.creating").count() == 0 and Message.objects.count() == 0
     assert Turn.objects.count() == 0
@@ -232,7 +232,7 @@ def test_bad_inputs_change_nothing(session):
 
 def test_an_unreachable_edit_service_fails_project_creation_without_leftovers(viewer_config, settings):
     viewer_config(editServiceURL=f"http://127.0.0.1:{free_port()}")
-    with pytest.raises(UpstreamError):
+    with pytest.raises(Upstream):
         project_services.project_create(title="x", kind="ifc")
     assert Project.objects.count() == 0 and IfcModel.objects.count() == 0
     assert list((model_dir("m_0000000000000000").parent).iterdir()) == []

@@ -12,7 +12,7 @@ from chat_app.agent.execution import run_tool
 from chat_app.agent.loop import TurnContext
 from chat_app.agent.tools import Tool, ToolCall, ToolResult, object_schema
 from chat_app.models import Message, Part, sortable_id
-from models_app import cancellation
+from core import cancellation
 from tests.helpers import poll
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]

@@ -6,7 +6,8 @@ import json
 from dataclasses import replace
 
 from checks_app.engine.runner import RESULT_FILE, run_check_process
-from models_app.conversion.sandbox import ConversionLimits, python_command
+from models_app.conversion.sandbox import ConversionLimits
+from sandboxing.limits import python_command
 from sandboxing.probe import run_sandbox
 from tests.gateway.test_conversion_sandbox import PYTHON_PROBE, gateway_files, listener  # noqa: F401 - fixtures
 from tests.helpers import sample

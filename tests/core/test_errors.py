@@ -39,10 +39,3 @@ def test_a_caller_may_amend_the_message_under_its_old_name():
     error = errors.Conflict("version v3 exists")
     error.detail = f"{error.detail} (already built: m_1 v2)"
     assert str(error) == error.message == "version v3 exists (already built: m_1 v2)"
-
-
-def test_the_old_names_at_the_edge_are_the_core_classes():
-    assert envelope.ApiError is errors.ApplicationError
-    assert envelope.InvalidInput is errors.Invalid
-    assert envelope.UpstreamError is errors.Upstream
-    assert (envelope.NotFound, envelope.Conflict, envelope.TooLarge) == (errors.NotFound, errors.Conflict, errors.TooLarge)

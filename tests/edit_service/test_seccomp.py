@@ -17,6 +17,7 @@ from edit_service.engine.sandbox import Sandbox, SandboxLimits
 from models_app.conversion import sandbox as conversion_sandbox
 from models_app.conversion.runner import run_pipeline
 from sandboxing import probe, seccomp
+from sandboxing.limits import python_command
 from sandboxing.probe import ProbeCache, run_sandbox
 from tests.checks.test_check_confinement import JOB
 from tests.edit_service.test_sandbox import result, run, run_dir  # noqa: F401 - fixture
@@ -81,7 +82,7 @@ def test_denied_calls_fail_with_eperm_in_a_build_scripts_sandbox(run_dir):  # no
 
 def test_denied_calls_fail_with_eperm_in_the_conversion_and_check_sandbox():
     limits = conversion_sandbox.ConversionLimits()
-    command = conversion_sandbox.python_command(limits, ["-c", GUEST.replace("RESULT(", "print(")], packages=("checks_app",))
+    command = python_command(limits, ["-c", GUEST.replace("RESULT(", "print(")], packages=("checks_app",))
     done = run_sandbox(command, rlimits=limits.rlimits(), timeout=20)
     assert done.returncode == 0, done.stderr
     assert_filtered(json.loads(done.stdout))

@@ -8,6 +8,7 @@ import sys
 import time
 
 from models_app.conversion import runner, sandbox
+from sandboxing.limits import PROJECT_ROOT
 from sandboxing.stage import Descriptors
 from viewer_gateway.config import SHIPPED_CONVERTER
 
@@ -23,7 +24,7 @@ print("importable")
 
 
 def test_the_zygote_leaves_out_lark_and_sqlite_yet_a_conversion_could_still_import_them():
-    done = subprocess.run([sys.executable, "-c", ZYGOTE_IMPORTS], cwd=sandbox.PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-c", ZYGOTE_IMPORTS], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "False", "False", "importable"]
     assert done.stderr == "", "what ifcopenshell prints about the parts left out should not reach the zygote's stderr tail"
@@ -67,7 +68,7 @@ def test_only_ifcopenshells_notes_about_the_parts_left_out_are_dropped(capsys):
 
 
 def test_no_conversion_code_uses_what_the_zygote_leaves_out():
-    conversion = sandbox.PROJECT_ROOT / "models_app" / "conversion"
+    conversion = PROJECT_ROOT / "models_app" / "conversion"
     for path in conversion.glob("*.py"):
         if path.name != "zygote.py":
             assert not re.search(r"\.mvd\b|ifcopenshell\.(stream|sql)|\b(import|from) (lark|sqlite3)\b", path.read_text()), path

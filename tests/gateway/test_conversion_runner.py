@@ -8,10 +8,10 @@ import threading
 import psutil
 
 from models_app.conversion import runner, sandbox
+from sandboxing.limits import PROJECT_ROOT
 from tests.helpers import MINIMAL_IFC, poll, sample
 from tests.processes import spawn, stop
 from viewer_gateway.config import SHIPPED_CONVERTER as CONVERTER
-
 
 
 def convert(tmp_path, ifc_bytes=MINIMAL_IFC, **overrides):
@@ -72,8 +72,8 @@ def _kill_worker_when(tmp_path, ifc, converter, running) -> None:
     process it had started ends and nothing was converted for the dead worker."""
     out = tmp_path / "out"
     out.mkdir()
-    worker = spawn([sys.executable, "-c", WORKER, str(ifc), str(out), str(converter)], cwd=sandbox.PROJECT_ROOT,
-                   env={**os.environ, "PYTHONPATH": str(sandbox.PROJECT_ROOT)})
+    worker = spawn([sys.executable, "-c", WORKER, str(ifc), str(out), str(converter)], cwd=PROJECT_ROOT,
+                   env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     try:
         def descendants_of_worker():
             try:

@@ -12,6 +12,7 @@ import pytest
 
 from models_app.conversion import sandbox
 from models_app.conversion.runner import run_pipeline
+from sandboxing.limits import python_command
 from sandboxing.probe import run_sandbox
 from tests.helpers import MINIMAL_IFC, sample
 from viewer_gateway.config import SHIPPED_CONVERTER
@@ -73,7 +74,7 @@ print(json.dumps(found))
 def test_the_ifcopenshell_stage_sandbox_sees_no_secret_no_model_no_network(gateway_files, listener):
     port, accepted = listener
     targets = {**{k: str(v) for k, v in gateway_files.items()}, "port": port}
-    command = sandbox.python_command(sandbox.ConversionLimits(), ["-c", PYTHON_PROBE, json.dumps(targets)])
+    command = python_command(sandbox.ConversionLimits(), ["-c", PYTHON_PROBE, json.dumps(targets)], packages=("models_app",))
     done = run_sandbox(command, rlimits=sandbox.ConversionLimits().rlimits(), timeout=60)
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)

@@ -153,8 +153,8 @@ def test_deleting_the_project_deletes_its_plan_versions(api, project):
 def test_a_delivery_holds_the_project_lock_so_no_edit_is_staged_meanwhile(project):
     import threading
 
+    from core.errors import Conflict
     from models_app.project_services import project_lock
-    from viewer_gateway.envelope import Conflict
 
     outcome = {}
 

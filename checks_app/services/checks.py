@@ -1,0 +1,144 @@
+"""Requesting a check of a model version against IDS files: the IDS files named or uploaded, the product checked,
+and the cache that answers a request with an earlier check of the same inputs (or with a failure it would meet again
+under the same limits). The check then waits for its turn in the check queue (checks_app.services.runs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from django.db import transaction
+from django.db.models import Q
+
+from checks_app import selectors
+from checks_app.models import Check, IdsDocument
+from checks_app.projects import project_of_model
+from checks_app.services.ids_files import ids_document_store, remove_unused_documents, sha256_hex
+from core import jobs
+from core.errors import Invalid, NotFound, TooLarge
+from core.limits import IDS_MAX_BYTES, size_limit_message
+from issues_app.selectors import overrides_of_model
+from models_app import edit_client
+from models_app.models import IfcModel
+from models_app.selectors import model_get
+from models_app.storage import IFC_FILE, file_signature, model_file
+
+IDS_PER_CHECK = 10
+VERSION_RE = re.compile(r"^v[1-9]\d{0,8}$")
+CURRENT = "current"
+ACTIVE_STATUSES = (Check.Status.QUEUED, Check.Status.RUNNING, Check.Status.DONE)
+CHECK = "check"  # the job kind (checks_app.jobs)
+
+
+def check_time_limit_seconds() -> float:
+    return float(os.environ.get("VIEWER_CHECK_TIMEOUT_SECONDS") or 900)
+
+
+def check_memory_limit_mb() -> int:
+    return int(os.environ.get("VIEWER_CHECK_MEMORY_MB") or 4096)
+
+
+def limits_key() -> str:
+    """The limits a check runs under, as kept with a failure the same request would meet again under them."""
+    return f"time={check_time_limit_seconds():g}s memory={check_memory_limit_mb()}MB"
+
+
+def check_requester(model: IfcModel) -> str:
+    """Whose turn a check of the model takes in the fair queue: the model (the user, once there are accounts)."""
+    return model.id
+
+
+def _upload_name(file_name: str) -> str:
+    """An uploaded file's name as an IDS name: its base name with other characters replaced by '_'."""
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(file_name or "").strip()).strip("._-")
+    base = re.sub(r"\.{2,}", ".", base)[:100]
+    return base or "upload.ids"
+
+
+def _documents_for(model: IfcModel, ids_names: list[str] | None, uploads: list | None) -> list[tuple[str, IdsDocument]]:
+    items = ids_names if ids_names else uploads
+    if not items:
+        raise Invalid("name at least one IDS file: JSON {ids: [names of the project's IDS files]} or multipart parts 'ids'")
+    if ids_names and uploads:
+        raise Invalid("give the IDS files either by name (JSON) or as uploads (multipart), not both")
+    if len(items) > IDS_PER_CHECK:
+        raise Invalid(f"a check takes at most {IDS_PER_CHECK} IDS files, got {len(items)}")
+    if ids_names:
+        project = project_of_model(model)
+        if project is None:
+            raise Invalid(f"model {model.id} belongs to no project: upload the IDS files with the request (multipart parts 'ids')")
+        documents = []
+        for name in ids_names:
+            if not isinstance(name, str):
+                raise Invalid(f"IDS names must be strings, got {name!r}")
+            documents.append((name, selectors.ids_file_get(project.id, name).document))
+    else:
+        documents = []
+        for upload in uploads:
+            name = _upload_name(upload.name)
+            if upload.size > IDS_MAX_BYTES:
+                raise TooLarge(size_limit_message(IDS_MAX_BYTES, f"IDS file {name}"))
+            documents.append((name, ids_document_store(upload.read(), what=f"IDS file {name}")))
+    names = [name for name, _ in documents]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise Invalid(f"IDS file(s) named more than once in one check: {', '.join(duplicates)}")
+    return documents
+
+
+def _product_key(model: IfcModel, version: str) -> str:
+    if version == CURRENT:
+        try:
+            return f"{CURRENT}:{file_signature(model_file(model.id, IFC_FILE))}"
+        except FileNotFoundError:
+            raise NotFound(f"model {model.id} has no IFC yet (status {model.status})") from None
+    versions = edit_client.call("GET", f"/models/{model.id}/versions").get("versions") or []
+    if version not in {item.get("version") for item in versions}:
+        known = ", ".join(item.get("version", "") for item in versions) or "none"
+        raise NotFound(f"model {model.id} has no version {version} (saved versions: {known})")
+    return version
+
+
+def check_cache_key(model_id: str, product_key: str, ids: list[dict], overrides: dict | None) -> str:
+    return sha256_hex(json.dumps([model_id, product_key, ids, overrides], sort_keys=True, separators=(",", ":")))
+
+
+def check_start(
+    *,
+    model_id: str,
+    ids_names: list[str] | None = None,
+    uploads: list | None = None,
+    version: str | None = None,
+    include_overrides: bool = False,
+) -> tuple[Check, bool]:
+    """Queues a check of the model's version ("current" = the working product, default; or "v<n>") against IDS
+    files (names of the model's project's files, or uploaded files). The same model product, IDS contents and names
+    (and overrides, when included) as an existing queued, running or finished check answer that check instead, and
+    so does a check of them that failed in a way it would fail again under the same limits (time limit, memory cap).
+    Returns (check, reused)."""
+    model = model_get(model_id)
+    if model.format != IfcModel.Format.IFC:
+        raise Invalid(f"model {model.id} is a {model.format.upper()} drawing: IDS checks need an IFC model")
+    version = version or CURRENT
+    if version != CURRENT and not VERSION_RE.match(str(version)):
+        raise Invalid(f"invalid version {version!r}: \"current\" or a saved version v<n> (v1, v2, ...)")
+    documents = _documents_for(model, ids_names, uploads)
+    ids = [{"name": name, "sha256": document.sha256} for name, document in documents]
+    overrides = overrides_of_model(model.id) if include_overrides else None
+    product_key = _product_key(model, version)
+    cache_key = check_cache_key(model.id, product_key, ids, overrides)
+    with transaction.atomic():
+        IfcModel.objects.select_for_update().filter(pk=model.id).first()  # one start at a time per model
+        answers = Q(status__in=ACTIVE_STATUSES) | Q(status=Check.Status.FAILED, failed_under_limits=limits_key())
+        existing = Check.objects.filter(answers, model=model, cache_key=cache_key).order_by("-created_at").first()
+        if existing is not None:
+            return existing, True
+        check = Check.objects.create(
+            model=model, version=version, product_key=product_key, ids=ids, include_overrides=include_overrides,
+            overrides=overrides, cache_key=cache_key, requester=check_requester(model),
+        )
+        check.documents.set([document for _, document in documents])
+        jobs.enqueue(CHECK, check.id)  # its turn; same database, same transaction: both or neither
+    remove_unused_documents()
+    return check, False
