@@ -64,7 +64,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--redis", action="store_true", help="channel layer on Redis at 127.0.0.1:6379 instead of in-memory")
     args = parser.parse_args()
-    config = {"redisURL": "redis://127.0.0.1:6379/0"} if args.redis else {}
+    # every client of the bench comes from 127.0.0.1: the per-address stream cap is lifted for it
+    config = {"maxStreamsPerClient": max(args.clients, 20), **({"redisURL": "redis://127.0.0.1:6379/0"} if args.redis else {})}
     with tempfile.TemporaryDirectory(prefix="bench-chat-") as tmp:
         stack = Stack(Path(tmp), workers=0, config=config, env={"VIEWER_OFFLINE_PIECE_SECONDS": "0"}).start()
         try:

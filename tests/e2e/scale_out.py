@@ -33,7 +33,7 @@ def start_scale_out(data_dir: Path, pg_dsn: str, *, gateways: int = 2, workers: 
     """A stack whose records, task queue and channel layer are shared (PostgreSQL + Redis), with `gateways`
     gateway processes on their own ports and `workers` conversion workers as separate processes. Returns the stack
     and the gateways' base URLs."""
-    stack = Stack(data_dir, workers=workers, config={"redisURL": REDIS_URL, **(config or {})}, env={"VIEWER_PG_DSN": pg_dsn})
+    stack = Stack(data_dir, workers=workers, config={"redisURL": REDIS_URL, "maxStreamsPerClient": 1000, **(config or {})}, env={"VIEWER_PG_DSN": pg_dsn})
     stack.start()
     urls = [stack.url] + [stack.start_gateway(name=f"gateway{index}", port=free_port()) for index in range(1, gateways)]
     return stack, urls
