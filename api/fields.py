@@ -1,4 +1,5 @@
-"""Serializer fields of who made a change: the author and the provenance {source: UI | AI}.
+"""Serializer fields shared by the gateway's apps: strict strings, and who made a change (the author and the
+provenance {source: UI | AI}).
 
 Missing, null or blank mean the defaults, so a client may echo back what it read without knowing which fields are
 optional.
@@ -8,6 +9,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.provenance import DEFAULT_AUTHOR, Provenance, provenance_error
+
+
+class StrictCharField(serializers.CharField):
+    """A JSON string: numbers and booleans are not silently turned into text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class AuthorField(serializers.CharField):

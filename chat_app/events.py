@@ -20,7 +20,7 @@ from django.db.models import F
 
 from chat_app import frames
 from chat_app.models import ChatSession, Message, PendingQuestion, SessionEvent
-from viewer_gateway.host_paths import neutral_paths
+from api.host_paths import neutral_paths
 
 logger = logging.getLogger(__name__)
 

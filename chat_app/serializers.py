@@ -3,7 +3,7 @@ from rest_framework import serializers
 from chat_app.models import ChatSession
 from models_app.models import IfcModel, Project
 from models_app.serializers import ProjectSerializer  # noqa: F401 - the chat's project routes answer it
-from viewer_gateway.fields import StrictCharField
+from api.fields import StrictCharField
 
 
 class ProjectCreateSerializer(serializers.Serializer):

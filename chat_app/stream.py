@@ -23,7 +23,7 @@ from chat_app import events
 from chat_app.models import SESSION_ID_PATTERN
 from chat_app.selectors import visible_sessions
 from core.errors import NOT_FOUND, TOO_MANY_REQUESTS
-from viewer_gateway.envelope import error_response
+from api.envelope import error_response
 
 RETRY_MILLISECONDS = 2000
 SESSION_ID_RE = re.compile(rf"^{SESSION_ID_PATTERN}$")

@@ -16,7 +16,7 @@ from chat_app.serializers import (
     SessionOpenSerializer,
 )
 from models_app import project_services, trash_services
-from viewer_gateway.principal import Principal
+from api.principal import Principal
 
 NOT_FOUND = OpenApiResponse(description="40400: unknown session")
 INVALID = OpenApiResponse(description="40001: invalid input")

@@ -18,7 +18,7 @@ from checks_app.serializers import (
 )
 from core.errors import Invalid, TooLarge
 from core.limits import IDS_MAX_BYTES, size_limit_message
-from viewer_gateway.uploads import UploadLimit
+from api.uploads import UploadLimit
 
 IDS_BODY = OpenApiResponse(description="the IDS XML (IDS 1.0), at most 5 MB")
 

@@ -1,7 +1,7 @@
 """Application errors: what a use case reports when it cannot do what was asked, with no HTTP framework in it.
 
 Each error carries the envelope code of the interface spec and the HTTP status that code is answered with; the API
-edge (viewer_gateway/envelope.py, the exception handler) turns one into the envelope {code, message, data}, and any
+edge (api/envelope.py, the exception handler) turns one into the envelope {code, message, data}, and any
 other caller (a management command, the chat agent's tools) reads `message` and `data` directly.
 """
 

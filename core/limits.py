@@ -1,7 +1,7 @@
 """Every request-body and upload limit of the gateway, in bytes (the spec's Limits and the extensions beyond it).
 
 The server (viewer_gateway/server.py) refuses a body over its route's limit before reading it; the upload handler
-(viewer_gateway/uploads.py) stops a file part at its view's limit; the use cases check what arrives in a body.
+(api/uploads.py) stops a file part at its view's limit; the use cases check what arrives in a body.
 The largest model upload is a setting (maxUploadMB), not a constant.
 """
 

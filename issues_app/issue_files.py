@@ -9,9 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import NotFound
+from core.files import publish_file, temp_path_beside
 from issues_app.models import Issue
 from issues_app.viewpoints import PendingImage, image_urls, pending_images
-from models_app.storage import model_dir, publish_file, temp_path_beside
+from models_app.public import model_dir
 
 # issue images: the screenshot i_<12 hex>.png, viewpoint snapshots and bitmaps i_<12 hex>-<12 hex>.png|jpg
 IMAGE_NAME_RE = re.compile(r"^(i_[0-9a-f]{12})(?:\.png|-[0-9a-f]{12}\.(?:png|jpg))$")

@@ -19,13 +19,13 @@ from core.lookups import get_or_not_found
 from issues_app.issue_files import IMAGE_NAME_RE, issues_folder
 from issues_app.models import OVERRIDE_FIELDS, Comment, Issue
 from issues_app.viewpoints import GUID_RE
-from models_app.selectors import model_get
-from models_app.storage import (
+from models_app.public import (
     ELEMENT_BOUNDS_FILE,
     ELEMENT_VALUES_FILE,
     METADATA_FILE,
     model_file,
 )
+from models_app.selectors import model_get
 
 # API field -> column, in the order of IssueSerializer
 ISSUE_COLUMNS = {

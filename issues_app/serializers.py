@@ -6,7 +6,7 @@ from rest_framework import serializers
 from api.fields import AuthorField, ProvenanceField
 from issues_app.models import DEFAULT_TOPIC_TYPE, OVERRIDE_FIELDS, ChangeEntry, Comment, Issue
 from issues_app.viewpoints import GUID_RE, ViewpointError, clean_viewpoints
-from viewer_gateway.fields import StrictCharField
+from api.fields import StrictCharField
 
 MAX_LIST_ITEMS = 1000
 

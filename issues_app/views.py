@@ -29,9 +29,9 @@ from issues_app.serializers import (
 )
 from issues_app.use_cases import import_bcf, migrate_overrides
 from models_app.selectors import model_get
-from viewer_gateway.envelope import enveloped_json
-from viewer_gateway.static_files import serve_file
-from viewer_gateway.uploads import UploadLimit
+from api.envelope import enveloped_json
+from api.static_files import serve_file
+from api.uploads import UploadLimit
 
 
 def _issue_part(request) -> dict:

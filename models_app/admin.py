@@ -4,7 +4,7 @@ from api.admin import ReadOnlyAdminMixin
 from core.errors import ApplicationError
 from models_app import services, trash_services
 from models_app.models import Deletion, IfcModel, Project, TrashItem, VersionGeometry
-from viewer_gateway.principal import Principal
+from api.principal import Principal
 
 
 class VersionGeometryInline(admin.TabularInline):

@@ -26,7 +26,7 @@ from models_app.selectors import model_get, project_get, project_model_ids
 from models_app.services import model_delete, request_conversion
 from models_app.signals import project_deleting
 from models_app.storage import model_dir, trashed_model_dir
-from viewer_gateway.principal import Principal
+from api.principal import Principal
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from rest_framework.views import APIView
 from models_app import trash_services
 from models_app.models import IfcModel
 from models_app.serializers import ModelSerializer, ProjectSerializer, TrashItemSerializer
-from viewer_gateway.principal import Principal
+from api.principal import Principal
 
 NOT_IN_TRASH = OpenApiResponse(description="40400: no trash item with this id (also an id that is not m_/p_ + 16 hex)")
 OF_A_TRASHED_PROJECT = OpenApiResponse(description="40900: a model of a project in the trash (restore or purge the project)")

@@ -8,9 +8,9 @@ from core.errors import Invalid, NotFound
 from models_app import selectors, services, trash_services, version_geometry
 from models_app.serializers import ModelSerializer, ModelUploadSerializer, VersionGeometrySerializer
 from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
-from viewer_gateway.principal import Principal
-from viewer_gateway.static_files import serve_file
-from viewer_gateway.uploads import UploadLimit
+from api.principal import Principal
+from api.static_files import serve_file
+from api.uploads import UploadLimit
 
 FILE_PART_REQUIRED = "multipart/form-data with a part 'file' (the .ifc file) is required"
 

@@ -9,8 +9,8 @@ and the Swagger UI page (HTML shells that ask for the token), the admin (Django'
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 
+from api.envelope import error_response
 from viewer_gateway.edge import edge_refusal
-from viewer_gateway.envelope import error_response
 
 
 def lowercase_headers(request) -> dict[str, str]:

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from models_app.conversion import SHIPPED_CONVERTER
 from sandboxing.limits import FALSE_WORDS, TRUE_WORDS
 
 DEFAULT_CONFIG_PATH = "./server_config.json"
-SHIPPED_CONVERTER = Path(__file__).resolve().parent.parent / "converter" / "dist" / "convert.mjs"  # built by make setup
 LOOPBACK_HOST_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.urls import Resolver404, resolve
 
-from viewer_gateway.envelope import CROSS_SITE, TOO_MANY_REQUESTS, UNAUTHORIZED
+from api.envelope import CROSS_SITE, TOO_MANY_REQUESTS, UNAUTHORIZED
 
 logger = logging.getLogger(__name__)
 

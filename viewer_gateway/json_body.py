@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from itertools import accumulate
 
-from viewer_gateway.envelope import INVALID, error_response
+from api.envelope import INVALID, error_response
 
 MAX_JSON_DEPTH = 64
 # a JSON string, escapes included (unrolled so that long strings are matched without backtracking)

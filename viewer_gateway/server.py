@@ -6,6 +6,7 @@ import json
 
 from django.conf import settings
 
+from api.envelope import HTTP_STATUS, TOO_LARGE, envelope
 from core.limits import (
     BCF_ARCHIVE_MAX_BYTES,
     DEFAULT_BODY_BYTES,
@@ -18,7 +19,6 @@ from core.limits import (
 )
 from serving.daphne import RequestHead, raw_response, serve
 from viewer_gateway.edge import ForwardedView, edge_refusal, route_name
-from viewer_gateway.envelope import HTTP_STATUS, TOO_LARGE, envelope
 
 # (method, URL name) -> the largest body accepted; decided on the route Django will resolve, like the edge checks
 _ROUTE_LIMITS = {

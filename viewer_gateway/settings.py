@@ -159,7 +159,7 @@ WHITENOISE_MAX_AGE = 0
 WHITENOISE_IMMUTABLE_FILE_TEST = r"^/static/viewer/chunks/[^/]+-[A-Z0-9]{8}\.(js|css)(\.map)?$"
 
 # Uploads stream into the data directory (same filesystem as the models, so publishing is a rename).
-FILE_UPLOAD_HANDLERS = ["viewer_gateway.uploads.SizeLimitedUploadHandler"]
+FILE_UPLOAD_HANDLERS = ["api.uploads.SizeLimitedUploadHandler"]
 FILE_UPLOAD_TEMP_DIR = str(UPLOAD_TMP_DIR) if VIEWER_CONFIG_ERROR is None else None
 FILE_UPLOAD_MAX_MEMORY_SIZE = 0
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
@@ -171,7 +171,7 @@ CORS_ALLOW_HEADERS = (*default_headers, "last-event-id")
 CORS_EXPOSE_HEADERS = ["Content-Range", "Accept-Ranges", "Content-Length", "ETag", "Content-Disposition"]
 
 REST_FRAMEWORK = {
-    "DEFAULT_RENDERER_CLASSES": ["viewer_gateway.envelope.EnvelopeJSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["api.envelope.EnvelopeJSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
         "rest_framework.parsers.JSONParser",
         "rest_framework.parsers.MultiPartParser",
@@ -179,8 +179,8 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["viewer_gateway.auth.BearerTokenScheme"],
     "DEFAULT_PERMISSION_CLASSES": [],
     "UNAUTHENTICATED_USER": None,
-    "EXCEPTION_HANDLER": "viewer_gateway.envelope.envelope_exception_handler",
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "viewer_gateway.envelope.JSONOnlyNegotiation",
+    "EXCEPTION_HANDLER": "api.envelope.envelope_exception_handler",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.envelope.JSONOnlyNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 

@@ -9,9 +9,9 @@ from plans_app import urls as plans_urls
 from issues_app import urls as issues_urls
 from models_app import urls as models_urls
 
-handler400 = "viewer_gateway.envelope.bad_request_view"
-handler404 = "viewer_gateway.envelope.not_found_view"
-handler500 = "viewer_gateway.envelope.server_error_view"
+handler400 = "api.envelope.bad_request_view"
+handler404 = "api.envelope.not_found_view"
+handler500 = "api.envelope.server_error_view"
 
 api_v1 = [
     *models_urls.api_urlpatterns,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from checks_app.engine.child import MEMORY_EXIT_CODE, UNRUNNABLE_IDS_EXIT_CODE
-from models_app.conversion.sandbox import ConversionLimits
+from models_app.public import ConversionLimits
 from sandboxing import bwrap, seccomp
 from sandboxing.limits import open_new, open_read, python_command
 from sandboxing.probe import IsolationUnavailable, isolation_problem

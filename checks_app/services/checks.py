@@ -19,10 +19,9 @@ from core import jobs
 from core.errors import Invalid, NotFound, TooLarge
 from core.limits import IDS_MAX_BYTES, size_limit_message
 from issues_app.selectors import overrides_of_model
-from models_app import edit_client
 from models_app.models import IfcModel
+from models_app.public import IFC_FILE, edit_service_call, file_signature, model_file
 from models_app.selectors import model_get
-from models_app.storage import IFC_FILE, file_signature, model_file
 
 IDS_PER_CHECK = 10
 VERSION_RE = re.compile(r"^v[1-9]\d{0,8}$")
@@ -93,7 +92,7 @@ def _product_key(model: IfcModel, version: str) -> str:
             return f"{CURRENT}:{file_signature(model_file(model.id, IFC_FILE))}"
         except FileNotFoundError:
             raise NotFound(f"model {model.id} has no IFC yet (status {model.status})") from None
-    versions = edit_client.call("GET", f"/models/{model.id}/versions").get("versions") or []
+    versions = edit_service_call("GET", f"/models/{model.id}/versions").get("versions") or []
     if version not in {item.get("version") for item in versions}:
         known = ", ".join(item.get("version", "") for item in versions) or "none"
         raise NotFound(f"model {model.id} has no version {version} (saved versions: {known})")

@@ -18,9 +18,8 @@ from checks_app.services.checks import CHECK, CURRENT, check_cache_key, check_me
 from core import jobs
 from core.errors import ApplicationError, NotFound
 from core.files import link_or_copy
-from models_app import edit_client
 from models_app.models import IfcModel
-from models_app.storage import IFC_FILE, file_signature, model_dir, model_file
+from models_app.public import IFC_FILE, file_signature, model_dir, model_file, version_ifc_download
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +50,7 @@ def _prepare_ifc(check: Check, work_dir: Path, on_progress) -> str:
             raise NotFound(f"model {check.model_id} has no IFC any more") from None
         return f"{CURRENT}:{file_signature(target)}"
     on_progress("fetching version", 2)
-    edit_client.version_ifc_download(check.model_id, check.version, target)
+    version_ifc_download(check.model_id, check.version, target)
     return check.version
 
 

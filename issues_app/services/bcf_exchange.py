@@ -11,8 +11,8 @@ from issues_app import bcf
 from issues_app.issue_files import document_path, model_image_path
 from issues_app.models import Issue
 from issues_app.selectors import element_bounds
+from models_app.public import model_dir
 from models_app.selectors import model_get
-from models_app.storage import model_dir
 
 
 def _topic_record(issue: Issue, bounds: dict[str, list[float]]) -> bcf.TopicRecord:

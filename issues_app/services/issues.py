@@ -26,8 +26,8 @@ from issues_app.issue_files import (
 from issues_app.models import Issue
 from issues_app.selectors import issue_get
 from issues_app.viewpoints import PNG_SIGNATURE, camera_of
+from models_app.public import model_dir
 from models_app.selectors import model_get
-from models_app.storage import model_dir
 
 # PATCH field (API name) -> column
 TOPIC_FIELDS = {

@@ -13,8 +13,8 @@ from core.errors import ApplicationError, Conflict, Invalid, Upstream
 from core.provenance import DEFAULT_AUTHOR, Provenance
 from issues_app.models import ChangeEntry, Override, OverrideMigration
 from issues_app.selectors import element_ifc_value
-from models_app import edit_client
 from models_app.models import IfcModel
+from models_app.public import edit_service_call
 from models_app.selectors import model_get
 from models_app.services import request_conversion
 
@@ -48,7 +48,7 @@ def migrate_overrides(*, model_id: str, author: str = DEFAULT_AUTHOR, provenance
     model = model_get(model_id)
     _claim_migration(model)
     try:
-        if edit_client.call("GET", f"/models/{model.id}/script").get("source") == "staging":
+        if edit_service_call("GET", f"/models/{model.id}/script").get("source") == "staging":
             raise Conflict("the model has staged edits: save or discard them before migrating overrides")
         return _migrate(model, author, provenance)
     finally:
@@ -71,7 +71,7 @@ def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
     if not migrated:
         return {"migrated": [], "failed": failed, "version": None}
     try:
-        saved = edit_client.call(
+        saved = edit_service_call(
             "POST", f"/models/{model.id}/script/save",
             json={"note": "migrate overrides", "operation": "migrate", "author": author, "provenance": {"source": provenance}},
         )
@@ -98,12 +98,12 @@ def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
 
 def _migrate_one(model_id: str, override: Override) -> None:
     """One override -> one edit-call on the element's call site; raises ApplicationError with the reason on failure."""
-    located = edit_client.call("GET", f"/models/{model_id}/script/locate", params={"guid": override.entity_id})
+    located = edit_service_call("GET", f"/models/{model_id}/script/locate", params={"guid": override.entity_id})
     if located.get("stale"):
         raise Invalid("the staged script has changes that were not run; run or discard them first")
     if not located.get("found"):
         raise Invalid("the element is not created by the build script (no call site in the script map)")
-    edit_client.call(
+    edit_service_call(
         "POST", f"/models/{model_id}/script/edit-call",
         json={"designKey": located["designKey"], "argument": override.field, "value": override.value},
     )
@@ -112,7 +112,7 @@ def _migrate_one(model_id: str, override: Override) -> None:
 def _discard_staging(model_id: str) -> None:
     """Takes the migration's staged edit-calls back (staging was empty before it started)."""
     try:
-        edit_client.call("POST", f"/models/{model_id}/script/discard")
+        edit_service_call("POST", f"/models/{model_id}/script/discard")
     except ApplicationError:
         logger.exception("discarding the failed migration of %s failed", model_id)
 

@@ -22,6 +22,7 @@ from typing import Callable
 
 from models_app.conversion.metadata import normalise_fallback_metadata
 from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, METADATA_FILE, STAGE_OUTPUTS
+from models_app.conversion import SHIPPED_CONVERTER
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, node_command, zygote_for
 from models_app.conversion.zygote import GO
 from sandboxing import bwrap, seccomp
@@ -29,7 +30,6 @@ from sandboxing.cgroups import RunCgroup
 from sandboxing.limits import open_new, open_read
 from sandboxing.probe import IsolationUnavailable
 from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageOutput, StageTimeout
-from viewer_gateway.config import SHIPPED_CONVERTER
 
 log = logging.getLogger(__name__)
 

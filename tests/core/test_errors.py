@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from rest_framework import exceptions
 
+from api import envelope
 from core import errors
-from viewer_gateway import envelope
 
 
 @pytest.mark.parametrize(("error", "code", "status"), [

@@ -2,7 +2,7 @@ from django.conf import settings
 
 from core.jobs.tasks import CHECK_QUEUE
 from core.jobs.worker import QueueWorkerCommand
-from models_app.conversion.sandbox import ConversionLimits
+from models_app.public import ConversionLimits
 
 
 class Command(QueueWorkerCommand):

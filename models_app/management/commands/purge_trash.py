@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import ApplicationError
 from models_app import trash_services
-from viewer_gateway.principal import Principal
+from api.principal import Principal
 
 COMMAND_PRINCIPAL = Principal("manage.py purge_trash")
 

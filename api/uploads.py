@@ -8,12 +8,7 @@ from django.conf import settings
 from django.core.files.uploadhandler import TemporaryFileUploadHandler
 
 from core.errors import TooLarge
-from core.limits import (  # the limits moved there; the two marked noqa are re-exported for issues_app, checks_app
-    BCF_ARCHIVE_MAX_BYTES,  # noqa: F401
-    MEGABYTE,  # noqa: F401
-    MULTIPART_OVERHEAD_BYTES,
-    size_limit_message,
-)
+from core.limits import MULTIPART_OVERHEAD_BYTES, size_limit_message
 
 
 class UploadLimit:

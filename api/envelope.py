@@ -3,7 +3,7 @@
 Every JSON response goes through here: DRF responses via the renderer and exception handler, Django's own 404/500
 via the handlers named in urls.py, middleware rejections via `error_response`. On the way out, absolute paths of the
 host install in any text (a library's exception naming a file, a stored conversion error) get neutral names
-(viewer_gateway/host_paths.py).
+(api/host_paths.py).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from core.errors import (
     ApplicationError,
     TooLarge,
 )
-from viewer_gateway.host_paths import neutral_paths, neutral_paths_in_json
+from api.host_paths import neutral_paths, neutral_paths_in_json
 
 logger = logging.getLogger(__name__)
 
