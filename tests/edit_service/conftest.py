@@ -39,3 +39,9 @@ def uploaded_model(data_dir):
         pytest.skip("IfcOpenHouse_IFC4.ifc sample missing")
     shutil.copyfile(source, data_dir / "models" / MODEL_ID / "model.ifc")
     return data_dir / "models" / MODEL_ID
+
+
+@pytest.fixture
+def model(service):
+    """A fresh model folder on the module's real edit-service process (`service`): its path there, /models/{id}."""
+    return service.new_model()

@@ -2,6 +2,7 @@
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -53,6 +54,12 @@ class EditService:
     def secret_headers(self) -> dict[str, str]:
         return {SECRET_HEADER: read_secret(self.data_dir)}
 
+    def new_model(self) -> str:
+        """A fresh model folder in the service's data directory; its path on the service (/models/{id})."""
+        model_id = "m_" + secrets.token_hex(8)
+        (self.data_dir / "models" / model_id).mkdir(parents=True)
+        return f"/models/{model_id}"
+
     def call(self, method, path, *, headers=None, secret=True, **kwargs):
         """A request as the gateway makes it: with the service secret (secret=False: without)."""
         headers = {**(self.secret_headers if secret else {}), **(headers or {})}
@@ -65,15 +72,6 @@ def service(tmp_path_factory):
     running = EditService(data_dir).start()
     yield running
     running.stop()
-
-
-@pytest.fixture
-def model(service):
-    import secrets
-
-    model_id = "m_" + secrets.token_hex(8)
-    (service.data_dir / "models" / model_id).mkdir(parents=True)
-    return f"/models/{model_id}"
 
 
 def test_binds_to_loopback_by_default(service):

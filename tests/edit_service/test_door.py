@@ -28,13 +28,6 @@ def service(tmp_path_factory):
     running.stop()
 
 
-@pytest.fixture
-def model(service):
-    model_id = "m_" + secrets.token_hex(8)
-    (service.data_dir / "models" / model_id).mkdir(parents=True)
-    return f"/models/{model_id}"
-
-
 def _staged(service, model) -> dict:
     return service.call("GET", f"{model}/script").json()
 

@@ -51,13 +51,6 @@ def service(tmp_path_factory):
     running.stop()
 
 
-@pytest.fixture
-def model(service):
-    model_id = "m_" + secrets.token_hex(8)
-    (service.data_dir / "models" / model_id).mkdir(parents=True)
-    return f"/models/{model_id}"
-
-
 def _warm(service, model) -> int:
     """Stages a normal script (the service's lazy imports and its analysis child are up); the service's RSS then."""
     assert service.call("PUT", f"{model}/script", json={"script": example("small_house")}).status_code == 200

@@ -15,7 +15,7 @@ from edit_service.engine.products import (
     publish_product,
     run_folder,
 )
-from edit_service.engine.store import read_json, write_atomic
+from edit_service.engine.store import read_json
 from edit_service.sandbox.script_lib import guid_for
 
 
@@ -71,15 +71,8 @@ class EditCall(EditorBase):
                 product = build_product(self.sandbox, new_script, folder, self.files.kind, self.script_inputs)
                 if design_key not in product.script_map["map"]:
                     raise Invalid(f"after the rewrite the script no longer creates {design_key!r}")
-                staging_before = self.files.staging.read_bytes() if self.files.staging.exists() else None
-                self._push(new_script, note=f"{design_key}.{argument} = {value!r}", kind="edit-call")
-                try:
+                with self.staging_restored_on_failure():
+                    self._push(new_script, note=f"{design_key}.{argument} = {value!r}", kind="edit-call")
                     publish_product(self.files, product)
-                except BaseException:
-                    if staging_before is None:
-                        self.files.staging.unlink(missing_ok=True)
-                    else:
-                        write_atomic(self.files.staging, staging_before)
-                    raise
         counts = counts_since(previous, product.snapshot)
         return {**run_result(product, counts), "designKey": design_key, "argument": argument, "value": value, "staging": self._staging().summary()}

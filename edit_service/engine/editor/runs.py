@@ -24,7 +24,6 @@ from edit_service.engine.store import (
     VERSION_RE,
     place_file,
     read_json,
-    write_atomic,
     write_json_atomic,
 )
 
@@ -166,16 +165,9 @@ class RunsAndSaves(EditorBase):
         self.files.require()
         with self.files.lock():
             script = self.versions.script(version)
-            before = self.files.staging.read_bytes() if self.files.staging.exists() else None
-            self._push(script, note=f"rollback to {version}", kind="rollback")
-            try:
+            with self.staging_restored_on_failure():
+                self._push(script, note=f"rollback to {version}", kind="rollback")
                 product, counts = self._build_and_publish(script)
-            except BaseException:
-                if before is None:
-                    self.files.staging.unlink(missing_ok=True)
-                else:
-                    write_atomic(self.files.staging, before)
-                raise
         return {**run_result(product, counts), "rolledBackTo": version}
 
     def cancel_runs(self) -> dict:
