@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from chat_app.models import ChatSession
-from models_app.models import IfcModel, Project
+from models_app.models import Project
 from models_app.serializers import ProjectSerializer  # noqa: F401 - the chat's project routes answer it
 from api.fields import StrictCharField
 
@@ -27,9 +27,8 @@ class ChatSessionSerializer(serializers.Serializer):
 
     def get_modelId(self, session: ChatSession) -> str:
         """The bound model, unless it is in the trash (the binding comes back with it on restore)."""
-        if not session.model_id or not IfcModel.objects.filter(pk=session.model_id).exists():
-            return ""
-        return session.model_id
+        model = session.model  # the related descriptor reads past the trash filter; the list selects it along
+        return model.id if model is not None and model.deleted_at is None else ""
 
     def get_projectId(self, session: ChatSession) -> str:
         return session.project_id or ""

@@ -35,7 +35,7 @@ def session_get(session_id: str) -> ChatSession:
 
 
 def session_list():
-    return visible_sessions().select_related("project").order_by("-created_at")
+    return visible_sessions().select_related("project", "model").order_by("-created_at")
 
 
 def _project_model(project: Project) -> IfcModel | None:

@@ -59,7 +59,7 @@ def test_requesters_take_turns_and_a_busy_one_waits(make_model):
     assert order() == [f2.id, s2.id]  # now second has just been served
 
 
-def test_a_check_over_its_time_limit_is_answered_from_the_cache_until_the_limit_changes(api, make_model, put_ids, start_check, monkeypatch):
+def test_a_check_over_its_time_limit_is_stopped_and_answered_from_the_cache_until_the_limit_changes(api, make_model, put_ids, start_check, monkeypatch):
     monkeypatch.setenv("VIEWER_CHECK_TIMEOUT_SECONDS", "0.01")
     model = make_model()
     put_ids("fire.ids", fire_ids())
