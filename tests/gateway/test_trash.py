@@ -224,3 +224,28 @@ def test_the_retention_comes_from_the_environment_over_the_file(tmp_path):
     assert load_config({"VIEWER_CONFIG": str(tmp_path / "none.json")}).trashRetentionDays == 30
     with pytest.raises(ConfigError, match="trashRetentionDays"):
         load_config({"VIEWER_CONFIG": str(tmp_path / "none.json"), "VIEWER_TRASH_RETENTION_DAYS": "-1"})
+
+
+def test_the_conversion_worker_purges_what_is_due_once_an_hour(api, model, monkeypatch):
+    from models_app.management.commands import conversion_worker
+
+    assert api.delete(f"/api/v1/models/{model.id}").json()["code"] == 0
+    Deletion.objects.filter(target_id=model.id).update(purge_at=timezone.now() - timedelta(seconds=1))
+    worker = conversion_worker.Command()
+    worker.next_trash_purge = 0.0  # as prepare() leaves it: the first check purges
+    monkeypatch.setattr(worker, "recover", lambda: None)
+    clock = [1000.0]
+    monkeypatch.setattr(conversion_worker.time, "monotonic", lambda: clock[0])
+
+    worker.periodic()
+    assert Deletion.objects.get(target_id=model.id).purged_at is not None
+    assert not trashed_model_dir(model.id).exists()
+
+    purges = []
+    monkeypatch.setattr(conversion_worker.trash_services, "trash_purge_due", lambda: purges.append(clock[0]) or [])
+    clock[0] += conversion_worker.TRASH_PURGE_INTERVAL_SECONDS - 1
+    worker.periodic()
+    assert purges == []  # not again within the hour
+    clock[0] += 1
+    worker.periodic()
+    assert purges == [clock[0]]
