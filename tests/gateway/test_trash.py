@@ -249,3 +249,19 @@ def test_the_conversion_worker_purges_what_is_due_once_an_hour(api, model, monke
     clock[0] += 1
     worker.periodic()
     assert purges == [clock[0]]
+
+
+def test_the_admin_moves_to_the_trash_restores_and_purges(admin_client, api, model):
+    moved = admin_client.post("/admin/models_app/ifcmodel/", {"action": "move_to_trash", "_selected_action": [model.id]})
+    assert moved.status_code == 302 and [i["id"] for i in data(api.get("/api/v1/trash"))] == [model.id]
+    assert model.id in admin_client.get("/admin/models_app/trashitem/").content.decode()
+
+    restored = admin_client.post("/admin/models_app/trashitem/", {"action": "restore", "_selected_action": [Deletion.objects.get().pk]})
+    assert restored.status_code == 302 and data(api.get("/api/v1/trash")) == []
+    assert api.get(f"/api/v1/models/{model.id}").json()["code"] == 0 and model_dir(model.id).exists()
+
+    admin_client.post("/admin/models_app/ifcmodel/", {"action": "move_to_trash", "_selected_action": [model.id]})
+    trashed = Deletion.objects.get(restored_at__isnull=True)
+    admin_client.post("/admin/models_app/trashitem/", {"action": "purge", "_selected_action": [trashed.pk]})
+    assert Deletion.objects.get(pk=trashed.pk).purged_at is not None and not trashed_model_dir(model.id).exists()
+    assert not IfcModel.with_trashed.filter(pk=model.id).exists()
