@@ -1,38 +1,17 @@
-"""The edit service's one JSON parser: DRF's, with a nesting limit.
+"""The edit service's one JSON parser: DRF's, refusing a body nested deeper than core.json_depth.MAX_JSON_DEPTH
+before it is parsed (Python's json module recurses per level: `[[[[...` a hundred thousand deep would be a 500)."""
 
-Python's json module recurses per nesting level, so `[[[[...` a hundred thousand deep raises RecursionError (a 500
-with DRF's parser); a document just under the interpreter's limit parses but fails later, wherever the value is
-walked recursively (validation, the error echo, the renderer). No request of the edit service nests anywhere near
-MAX_DEPTH levels.
-"""
+import io
 
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 
-MAX_DEPTH = 64
-
-
-def _deeper_than(value, limit: int) -> bool:
-    pending = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list):
-            continue
-        if depth > limit:
-            return True
-        pending.extend((child, depth + 1) for child in item)
-    return False
+from core.json_depth import MAX_JSON_DEPTH, json_depth
 
 
 class JSONParser(parsers.JSONParser):
     def parse(self, stream, media_type=None, parser_context=None):
-        too_deep = ParseError(f"JSON parse error - the document nests deeper than {MAX_DEPTH} levels")
-        try:
-            data = super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise too_deep from None
-        if _deeper_than(data, MAX_DEPTH):
-            raise too_deep
-        return data
+        body = stream.read()
+        if json_depth(body) > MAX_JSON_DEPTH:
+            raise ParseError(f"JSON parse error - the document nests deeper than {MAX_JSON_DEPTH} levels")
+        return super().parse(io.BytesIO(body), media_type, parser_context)

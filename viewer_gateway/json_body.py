@@ -1,30 +1,10 @@
-"""Refuses JSON request bodies nested deeper than any route needs, before a parser or view sees them.
-
-Python's json parser raises RecursionError (an answer 500) at about a thousand levels, and a body somewhat less deep
-parses but breaks later: orjson refuses to write more than 254 levels, so such a value, once stored, would break
-every listing that contains it. No route of the API takes more than a handful of levels.
-"""
+"""Refuses JSON request bodies nested deeper than any route needs (core.json_depth), before a parser or view sees
+them."""
 
 from __future__ import annotations
 
-import re
-from itertools import accumulate
-
 from api.envelope import INVALID, error_response
-
-MAX_JSON_DEPTH = 64
-# a JSON string, escapes included (unrolled so that long strings are matched without backtracking)
-_STRING_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_BRACKETS = b"[]{}"
-_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in _BRACKETS)
-_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-
-
-def json_depth(body: bytes) -> int:
-    """How deeply the arrays and objects of a JSON text nest (0 for a scalar); brackets inside strings do not
-    count. Malformed text gets an estimate, which the parser then refuses anyway."""
-    brackets = _STRING_RE.sub(b"", body).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+from core.json_depth import MAX_JSON_DEPTH, json_depth
 
 
 def is_json(content_type: str) -> bool:

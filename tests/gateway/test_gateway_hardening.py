@@ -10,7 +10,7 @@ from django.conf import settings
 from chat_app.models import ChatSession
 from issues_app.models import Issue
 from models_app.models import IfcModel, Project
-from viewer_gateway.json_body import MAX_JSON_DEPTH, json_depth
+from core.json_depth import MAX_JSON_DEPTH, json_depth
 from viewer_gateway.security_headers import CONTENT_SECURITY_POLICY
 
 pytestmark = pytest.mark.django_db
