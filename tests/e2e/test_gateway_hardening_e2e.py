@@ -7,7 +7,9 @@ import time
 import pytest
 import requests
 
+from core.limits import MEGABYTE, SCRIPT_BODY_BYTES
 from edit_service.sandbox.script_lib import guid_for
+from serving.daphne import LINGER_MAX_BYTES
 from tests.edit_service.conftest import example
 from tests.helpers import MINIMAL_IFC, poll
 
@@ -55,11 +57,14 @@ def test_a_body_over_the_route_limit_is_refused_before_it_is_sent(stack):
 
 
 def test_a_chunked_body_is_cut_off_at_the_limit(stack):
-    """The client goes on sending well past the 10 MB limit and still reads the refusal (a lingering close), where
-    a plain close would reset the connection under it."""
+    """The client goes on sending well past the route's limit and still reads the refusal (a lingering close), where
+    a plain close would reset the connection under it. It sends 10 MB past the limit: within what the lingering close
+    drops (LINGER_MAX_BYTES) before it cuts the connection, which a client sending still more would see."""
     model_id = ok(stack.api("POST", "/api/v1/models", files={"file": ("a.ifc", MINIMAL_IFC)}))["id"]
-    chunk = b"x" * (1024 * 1024)
-    chunks = b"".join(b"%x\r\n" % len(chunk) + chunk + b"\r\n" for _ in range(20))
+    chunk = b"x" * MEGABYTE
+    overshoot_mb = 10
+    assert overshoot_mb * MEGABYTE < LINGER_MAX_BYTES  # the test's own premise
+    chunks = b"".join(b"%x\r\n" % len(chunk) + chunk + b"\r\n" for _ in range(SCRIPT_BODY_BYTES // MEGABYTE + overshoot_mb))
     status, body = raw_request(
         stack, f"PUT /api/v1/models/{model_id}/script HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\nTransfer-Encoding: chunked\n", chunks
     )
