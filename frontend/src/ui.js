@@ -29,15 +29,19 @@ export function replace(container, ...children) {
 
 // Keyed children: makes `container` hold one element per item, in order, reusing the element of each key
 // (create(item) makes it, update(element, item) refreshes it in place), so open <details>, focus and typed text
-// inside an element survive.
+// inside an element survive. Elements that go are removed before any is placed, so one already in order is never
+// moved: a moved element loses focus, and whoever was typing in the card below an answered one would lose keys.
 export function syncKeyed(container, items, key, create, update) {
+  const wanted = new Set(items.map((item) => String(key(item))));
   const existing = new Map();
-  for (const child of container.children) if (child.dataset.key !== undefined) existing.set(child.dataset.key, child);
+  for (const child of [...container.children]) {
+    if (child.dataset.key === undefined) continue;
+    if (wanted.has(child.dataset.key)) existing.set(child.dataset.key, child);
+    else child.remove();
+  }
   let previous = null;
-  const wanted = new Set();
   for (const item of items) {
     const id = String(key(item));
-    wanted.add(id);
     let element = existing.get(id);
     if (!element) {
       element = create(item);
@@ -48,7 +52,6 @@ export function syncKeyed(container, items, key, create, update) {
     if (expected !== element) container.insertBefore(element, expected);
     previous = element;
   }
-  for (const [id, element] of existing) if (!wanted.has(id)) element.remove();
 }
 
 export function toast(message, kind = "info") {

@@ -103,11 +103,19 @@ events.record("{cid}", "question.ask", frame)
     ask("que_00000000000b", "save_version", {"note": "from the agent"})
     # The answers are taken here, not by the server: these questions belong to no turn, and what the server does with
     # an answer to such a question (it resumes the session) is the agent's e2e tests' business, not the card's.
-    answers = []
+    answers, held = [], []
 
     def take_answer(route):
         answers.append(json.loads(route.request.post_data))
-        route.fulfill(status=200, content_type="application/json", body=json.dumps({"code": 0, "message": "ok", "data": {"accepted": True}}))
+        held.append(route)
+
+    def accept_held():
+        for _ in range(200):  # the route handler runs while Playwright waits on the page
+            if held:
+                break
+            page.wait_for_timeout(50)
+        while held:
+            held.pop().fulfill(status=200, content_type="application/json", body=json.dumps({"code": 0, "message": "ok", "data": {"accepted": True}}))
 
     page.route("**/api/v1/chat/sessions/*/answer", take_answer)
     open_chat(page, agent_stack, project)
@@ -118,9 +126,18 @@ events.record("{cid}", "question.ask", frame)
     assert json.loads(first.locator("[data-testid=permission-input]").inner_text()) == {"modelId": project}
     page.shot("permission")
     first.locator("[data-testid=permission-once]").click()
+    page.wait_for_function("document.querySelectorAll('[data-testid=permission-card]').length === 2")
     second = cards.filter(has_text="save_version")
-    second.locator("[data-testid=permission-reason]").fill("not now")
+    # the reviewer types a reason into the second card while the answer to the first is still on its way: the first
+    # card going away must not take the focus (and the rest of the reason) from the second
+    second.locator("[data-testid=permission-reason]").click()
+    page.keyboard.type("not ")
+    accept_held()
+    page.wait_for_function("document.querySelectorAll('[data-testid=permission-card]').length === 1")
+    page.keyboard.type("now")
+    assert second.locator("[data-testid=permission-reason]").input_value() == "not now"
     second.locator("[data-testid=permission-reject]").click()
+    accept_held()
     page.wait_for_function("document.querySelectorAll('[data-testid=permission-card]').length === 0")
     assert answers == [{"interruptId": "que_00000000000a", "answer": "once"}, {"interruptId": "que_00000000000b", "answer": "reject: not now"}]
 
