@@ -14,7 +14,8 @@ as it was while it still maps to the issue's status):
   open     <-> "Open"         (import also: ReOpened, New, Active, Assigned, unknown or missing statuses)
   checking <-> "In Progress"  (import also: In_Progress, Checking, In Review, Pending, Resolving)
   resolved <-> "Resolved"     (import also: Closed, Done, Fixed, Solved)
-Provenance travels as the label "provenance:UI" or "provenance:AI".
+Provenance: an AI-made topic carries the label "provenance:AI"; a topic without it is UI-made (the default), so a
+person's topics gain no label on export (an older "provenance:UI" label is read on import as well).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ BCF_TO_STATUS = {
     **{name: "resolved" for name in ("resolved", "closed", "done", "fixed", "solved")},
 }
 PROVENANCE_LABEL_PREFIX = "provenance:"
+DEFAULT_PROVENANCE = "UI"
 DEFAULT_TOPIC_TYPE = "Issue"
 DEFAULT_AUTHOR = "local-user"
 DEFAULT_FIELD_OF_VIEW = 60.0
@@ -107,7 +109,7 @@ class TopicRecord:
     description: str = ""
     topic_status: str = ""
     topic_type: str = DEFAULT_TOPIC_TYPE
-    provenance: str = "UI"
+    provenance: str = DEFAULT_PROVENANCE
     priority: str = ""
     labels: list[str] = field(default_factory=list)
     assigned_to: str = ""
@@ -293,8 +295,12 @@ def _parse_iso(value: str | None) -> datetime.datetime | None:
     return datetime.datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
+def _labels(topic: TopicRecord) -> list[str]:
+    return [*topic.labels, *([PROVENANCE_LABEL_PREFIX + topic.provenance] if topic.provenance != DEFAULT_PROVENANCE else [])]
+
+
 def _markup(topic: TopicRecord, viewpoint_files: list[tuple[dict, str, str | None]]) -> bcf_model.Markup:
-    labels = [*topic.labels, PROVENANCE_LABEL_PREFIX + topic.provenance]
+    labels = _labels(topic)
     comments = [
         bcf_model.Comment(
             guid=c.guid, date=_xml_datetime(c.date), author=_text(c.author) or DEFAULT_AUTHOR, comment=_text(c.text),
@@ -307,7 +313,7 @@ def _markup(topic: TopicRecord, viewpoint_files: list[tuple[dict, str, str | Non
     return bcf_model.Markup(header=_header(topic.header_files), topic=bcf_model.Topic(
         guid=topic.guid, topic_type=_text(topic.topic_type) or DEFAULT_TOPIC_TYPE, topic_status=bcf_status(topic.status, topic.topic_status),
         reference_links=bcf_model.TopicReferenceLinks(reference_link=topic.reference_links) if topic.reference_links else None,
-        title=topic.title, priority=_text(topic.priority), labels=bcf_model.TopicLabels(label=labels),
+        title=topic.title, priority=_text(topic.priority), labels=bcf_model.TopicLabels(label=labels) if labels else None,
         creation_date=_xml_datetime(topic.created_at), creation_author=_text(topic.creation_author) or DEFAULT_AUTHOR,
         modified_date=_xml_datetime(topic.modified_at), modified_author=_text(topic.modified_author) if topic.modified_at else None,
         due_date=_xml_datetime(topic.due_date), assigned_to=_text(topic.assigned_to), stage=_text(topic.stage), description=_text(topic.description),
@@ -326,7 +332,7 @@ def _extensions(topics: list[TopicRecord]) -> bcf_model.Extensions:
         topic_types=bcf_model.ExtensionsTopicTypes(topic_type=collect([DEFAULT_TOPIC_TYPE, *(t.topic_type for t in topics)])),
         topic_statuses=bcf_model.ExtensionsTopicStatuses(topic_status=collect([*STATUS_TO_BCF.values(), *(bcf_status(t.status, t.topic_status) for t in topics)])),
         priorities=bcf_model.ExtensionsPriorities(priority=collect(t.priority for t in topics)),
-        topic_labels=bcf_model.ExtensionsTopicLabels(topic_label=collect([PROVENANCE_LABEL_PREFIX + "UI", PROVENANCE_LABEL_PREFIX + "AI", *(label for t in topics for label in t.labels)])),
+        topic_labels=bcf_model.ExtensionsTopicLabels(topic_label=collect(label for t in topics for label in _labels(t))),
         users=bcf_model.ExtensionsUsers(user=collect(t.assigned_to for t in topics)),
         stages=bcf_model.ExtensionsStages(stage=collect(t.stage for t in topics)),
     )
@@ -631,7 +637,7 @@ class _TopicReader:
         if guid is None:
             raise BcfArchiveError(f"{self.folder}/markup.bcf: the topic Guid {topic.guid!r} is not a UUID")
         labels = [label for label in (topic.labels.label if topic.labels else ()) if _text(label)]
-        provenance = next((label[len(PROVENANCE_LABEL_PREFIX):] for label in labels if label.startswith(PROVENANCE_LABEL_PREFIX)), "UI")
+        provenance = next((label[len(PROVENANCE_LABEL_PREFIX):] for label in labels if label.startswith(PROVENANCE_LABEL_PREFIX)), DEFAULT_PROVENANCE)
         viewpoints = self.viewpoints(topic)
         references = []
         for reference in topic.document_references.document_reference if topic.document_references else ():
@@ -661,7 +667,7 @@ class _TopicReader:
         return TopicRecord(
             guid=guid, title=(topic.title or "").strip(), description=topic.description or "", status=issue_status(topic.topic_status),
             topic_status=(topic.topic_status or "").strip(), topic_type=(topic.topic_type or "").strip() or DEFAULT_TOPIC_TYPE,
-            provenance=provenance if provenance in ("UI", "AI") else "UI",
+            provenance=provenance if provenance in ("UI", "AI") else DEFAULT_PROVENANCE,
             labels=[label for label in labels if not label.startswith(PROVENANCE_LABEL_PREFIX)],
             priority=(topic.priority or "").strip(), assigned_to=(topic.assigned_to or "").strip(), due_date=_as_datetime(topic.due_date),
             stage=(topic.stage or "").strip(), reference_links=[link for link in (topic.reference_links.reference_link if topic.reference_links else ()) if _text(link)],

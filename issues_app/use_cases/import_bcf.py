@@ -29,6 +29,7 @@ from issues_app.models import Comment, Issue
 from issues_app.selectors import element_name_and_type
 from issues_app.viewpoints import camera_of, selected_guid
 from models_app.models import IfcModel
+from models_app.public import METADATA_FILE, model_file
 from models_app.selectors import model_get
 
 
@@ -42,7 +43,9 @@ def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
     :param model_id: the model the issues belong to (m_ + 16 hex)
     :param archive: the .bcfzip as a path or a seekable binary file; it is read entry by entry, never whole
     :return: {"imported": [{topic, issueId, title, notes}], "updated": [{topic, issueId, title, changes, notes}],
-        "skipped": [{topic, title, reason}]}
+        "skipped": [{topic, title, reason}], "warnings": [text]}; an archive whose viewpoints' components match no
+        element of the model (made for another model) is imported all the same, with a warning, and each topic whose
+        viewpoints refer only to elements the model lacks has a note saying so
 
     Example:
 
@@ -56,10 +59,11 @@ def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
         again["skipped"][0]["reason"]  # "already imported as issue i_..."
     """
     model = model_get(model_id)
-    imported, updated, skipped, batches, documents_created, images_before = [], [], [], [], [], []
+    imported, updated, skipped, batches, documents_created, images_before, warnings = [], [], [], [], [], [], []
     try:
         with bcf.open_bcf_archive(archive) as content, transaction.atomic():
             IfcModel.objects.select_for_update().get(pk=model.id)  # one import at a time per model
+            warnings += _foreign_elements(model, content.topics)
             known = {guid: issue_id for guid, issue_id in model.issues.values_list("bcf_topic_guid", "id") if guid}
             for topic in content.topics:
                 reason = _skip_reason(topic)
@@ -95,7 +99,35 @@ def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
         raise
     for issue, before in images_before:
         remove_unused_images(issue, before)
-    return {"imported": imported, "updated": updated, "skipped": skipped}
+    return {"imported": imported, "updated": updated, "skipped": skipped, "warnings": warnings}
+
+
+def _component_guids(viewpoints: list[dict]) -> set[str]:
+    """The IfcGuids the viewpoints' components (selection, visibility exceptions, colouring) refer to."""
+    guids = set()
+    for viewpoint in viewpoints:
+        components = viewpoint.get("components") or {}
+        groups = [components.get("selection"), (components.get("visibility") or {}).get("exceptions"), *(c.get("components") for c in components.get("coloring") or ())]
+        guids.update(c["ifc_guid"] for group in groups for c in group or () if c.get("ifc_guid"))
+    return guids
+
+
+def _foreign_elements(model: IfcModel, topics: list[bcf.TopicRecord]) -> list[str]:
+    """Notes on the topics whose viewpoints refer only to elements the model lacks, and the archive's warning when
+    none of its elements is in the model (nothing to tell before the model's first conversion wrote its metadata)."""
+    if not model_file(model.id, METADATA_FILE).is_file():
+        return []
+    referred, found = set(), set()
+    for topic in topics:
+        guids = _component_guids(topic.viewpoints)
+        present = {guid for guid in guids if element_name_and_type(model.id, guid)[1]}
+        referred |= guids
+        found |= present
+        if guids and not present:
+            topic.notes.append(f"none of the {len(guids)} element(s) its viewpoints refer to is in this model: they show no element")
+    if referred and not found:
+        return [f"none of the {len(referred)} element(s) the archive's viewpoints refer to is in model {model.name or model.id}: was it made for another model?"]
+    return []
 
 
 def _skip_reason(topic: bcf.TopicRecord) -> str | None:

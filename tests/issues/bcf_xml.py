@@ -107,7 +107,7 @@ def _comment_order(comment) -> tuple:
 
 
 def topics(archive: bytes | Path) -> dict[str, dict]:
-    """{topic guid: {topic: canonical Topic without Comments/Viewpoints/provenance labels, header, comments (by date),
+    """{topic guid: {topic: canonical Topic without Comments/Viewpoints, header, comments (by date),
     viewpoints [{guid, snapshot digest, visinfo}]}} and "documents" {guid: (filename, digest)}."""
     data = archive.read_bytes() if isinstance(archive, Path) else archive
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -124,11 +124,6 @@ def topics(archive: bytes | Path) -> dict[str, dict]:
         for part in (comments, viewpoints):
             if part is not None:
                 topic.remove(part)
-        labels = topic.find("Labels")
-        if labels is not None:
-            for label in list(labels):
-                if (label.text or "").startswith("provenance:"):
-                    labels.remove(label)
         entries = []
         for view_point in viewpoints if viewpoints is not None else ():
             visinfo = view_point.findtext("Viewpoint")

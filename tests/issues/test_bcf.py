@@ -71,7 +71,7 @@ def test_export_is_bcf_3_with_one_topic_and_viewpoint_per_issue(api, model, post
         assert set(topics) == {"Crack", "General remark"}
         crack = topics["Crack"]
         assert (crack.topic.description, crack.topic.topic_status, crack.topic.creation_author) == ("see photo", "In Progress", "anna")
-        assert crack.topic.labels.label == ["provenance:UI"]
+        assert crack.topic.labels is None  # a person's topic: no provenance label (UI is the default)
         assert crack.topic.creation_date.to_datetime().replace(tzinfo=None) == datetime.fromisoformat(first["createdAt"].replace("Z", ""))
         (viewpoint,) = crack.viewpoints.values()
         assert [c.ifc_guid for c in viewpoint.visualization_info.components.selection.component] == [WALL]

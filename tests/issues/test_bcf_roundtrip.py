@@ -207,7 +207,7 @@ def test_export_is_valid_and_round_trips_element_by_element(api, make_model):
     assert bcf_xml.topics(exported) == bcf_xml.topics(original)
     with zipfile.ZipFile(io.BytesIO(exported)) as zf:
         markup = zf.read(f"{TOPIC}/markup.bcf").decode()
-    assert 'TopicStatus="Closed"' in markup and "<Label>provenance:UI</Label>" in markup  # the imported status, the project's provenance label
+    assert 'TopicStatus="Closed"' in markup and "provenance:" not in markup  # the imported status; no label for the default provenance
     import_archive(api, second.id, exported)
     assert bcf_xml.topics(export(api, second.id)) == bcf_xml.topics(original)
 

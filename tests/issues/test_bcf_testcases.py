@@ -143,7 +143,7 @@ def test_every_test_case_imports_with_fields_comments_and_complete_viewpoints(ap
     model = make_model()
     report = import_archive(api, model.id, data)
     expected = EXPECTED[case]
-    assert report["skipped"] == [] and report["updated"] == []
+    assert report["skipped"] == [] and report["updated"] == [] and report["warnings"] == []  # made for this model
     assert len(report["imported"]) == expected["topics"]
     issues = {i["title"]: i for i in api.get(f"/api/v1/models/{model.id}/issues").json()["data"]}
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -240,6 +240,21 @@ def test_export_of_every_test_case_is_valid_bcf_3_and_loses_nothing(api, make_mo
     again = export(api, second.id)
     assert bcf_xml.schema_errors(again) == {}
     assert bcf_xml.topics(again) == expected
+
+
+def test_an_archive_made_for_another_model_imports_with_a_warning(api, make_model):
+    """Its topics become issues all the same, but the report says that no element its viewpoints refer to is in the
+    model (their views would be blank), archive-wide and on each topic with components."""
+    other = make_model("other.ifc")
+    (model_dir(other.id) / "metadata.json").write_text(json.dumps({"metaObjects": [{"id": "0M6o4b9Lr1QxIuVtPLWbpI", "name": "Wall", "type": "IfcWall"}]}))
+    report = import_archive(api, other.id, case_bytes("single_visible_wall"))
+    assert [entry["title"] for entry in report["imported"]] == ["Single visible wall"]
+    assert report["warnings"] == ["none of the 1 element(s) the archive's viewpoints refer to is in model other.ifc: was it made for another model?"]
+    assert report["imported"][0]["notes"] == ["none of the 1 element(s) its viewpoints refer to is in this model: they show no element"]
+    # a topic without viewpoints is not concerned; the same archive for the model it was made for: no warning
+    assert import_archive(api, other.id, case_bytes("DueDate"))["warnings"] == []
+    matching = import_archive(api, make_model().id, case_bytes("single_visible_wall"))
+    assert matching["warnings"] == [] and matching["imported"][0]["notes"] == []
 
 
 def test_the_official_files_themselves_are_checked_by_the_schema_validation():
