@@ -1,9 +1,17 @@
-"""Serving files from the data directory with HTTP Range (206/416), ETag and Last-Modified, streamed."""
+"""Serving files from the data directory with HTTP Range (206/416), ETag and Last-Modified, streamed.
+
+A model's outputs (metadata.json and render.json: a tenth of their size gzipped; model.xkt, written unzipped by the
+converter: a fifth) go gzip-compressed to a client that accepts it and asks for the whole file. The compressed copy
+is made at the first such request and kept beside the file (name.gz, with the file's modification time, so a
+republished file gets a fresh copy)."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import re
+import shutil
+import threading
 from pathlib import Path
 
 from django.http import FileResponse, HttpResponse, HttpResponseNotModified
@@ -11,10 +19,51 @@ from django.utils.http import http_date, parse_http_date_safe
 
 RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
 CHUNK = 256 * 1024
+COMPRESSIBLE = {".json", ".xkt"}
+GZIP_LEVEL = 6
 
 
-def _etag(stat: os.stat_result) -> str:
-    return f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
+def _etag(stat: os.stat_result, suffix: str = "") -> str:
+    return f'"{stat.st_size:x}-{stat.st_mtime_ns:x}{suffix}"'
+
+
+def _accepts_gzip(header: str) -> bool:
+    for item in header.split(","):
+        coding, _, params = item.strip().partition(";")
+        if coding.strip().lower() == "gzip":
+            quality = params.strip().lower().removeprefix("q=")
+            try:
+                return not params.strip() or float(quality) > 0
+            except ValueError:
+                return False
+    return False
+
+
+def _gzipped_copy(handle, path: Path, stat: os.stat_result):
+    """An open handle on the gzip copy of the open file `handle` (made now if missing or stale), or None when it
+    cannot be written (the folder moved to the trash meanwhile, a full disk): the file is then served as it is."""
+    copy = path.with_name(path.name + ".gz")
+    try:
+        cached = open(copy, "rb")
+    except FileNotFoundError:
+        cached = None
+    if cached is not None:
+        if os.fstat(cached.fileno()).st_mtime_ns == stat.st_mtime_ns:
+            return cached
+        cached.close()
+    partial = path.with_name(f".{copy.name}-{os.getpid()}-{threading.get_ident()}")
+    try:
+        with open(partial, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0) as packed:
+            shutil.copyfileobj(handle, packed, CHUNK)
+        os.utime(partial, ns=(stat.st_mtime_ns, stat.st_mtime_ns))
+        cached = open(partial, "rb")
+        os.replace(partial, copy)
+        return cached
+    except OSError:
+        partial.unlink(missing_ok=True)
+        return None
+    finally:
+        handle.seek(0)
 
 
 # Positions longer than this are beyond any file (and int() refuses strings of thousands of digits).
@@ -70,6 +119,16 @@ def serve_file(request, path: Path, content_type: str) -> HttpResponse:
     stat = os.fstat(handle.fileno())
     etag = _etag(stat)
     headers = {"ETag": etag, "Last-Modified": http_date(stat.st_mtime), "Accept-Ranges": "bytes", "Cache-Control": "no-cache"}
+    if path.suffix in COMPRESSIBLE:
+        headers["Vary"] = "Accept-Encoding"
+        if not request.headers.get("Range") and _accepts_gzip(request.headers.get("Accept-Encoding") or ""):
+            packed = _gzipped_copy(handle, path, stat)
+            if packed is not None:
+                handle.close()
+                # the gzip copy is another representation of the same file: its own ETag, and no ranges of it
+                etag = _etag(stat, "-gz")
+                handle, stat = packed, os.fstat(packed.fileno())
+                headers.update({"ETag": etag, "Content-Encoding": "gzip", "Accept-Ranges": "none"})
 
     if_none_match = request.headers.get("If-None-Match")
     since = parse_http_date_safe(request.headers.get("If-Modified-Since") or "")
@@ -97,12 +156,12 @@ def serve_file(request, path: Path, content_type: str) -> HttpResponse:
 
     if byte_range:
         start, end = byte_range
-        response = FileResponse(_RangeFile(handle, start, end), status=206, content_type=content_type)
+        response = FileResponse(_RangeFile(handle, start, end), status=206, content_type=content_type, filename=path.name)
         response.block_size = CHUNK
         response["Content-Range"] = f"bytes {start}-{end}/{stat.st_size}"
         response["Content-Length"] = str(end - start + 1)
     else:
-        response = FileResponse(handle, content_type=content_type)
+        response = FileResponse(handle, content_type=content_type, filename=path.name)
         response.block_size = CHUNK
         response["Content-Length"] = str(stat.st_size)
     for key, value in headers.items():
