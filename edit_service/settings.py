@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+from core.log_format import logging_config
 from edit_service.engine.sandbox import SandboxLimits
 
 DATA_DIR = Path(os.environ.get("VIEWER_DATA_DIR") or "../data").resolve()
@@ -36,6 +37,7 @@ DATABASES = {}
 TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True, "OPTIONS": {}}]
 STATIC_URL = "/static/"
 USE_TZ = True
+TIME_ZONE = "UTC"  # as the gateway: Django sets the process's zone from it, and Daphne's access log is in that zone
 FILE_UPLOAD_HANDLERS = ["edit_service.uploads.SizeLimitedUploadHandler"]
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "tmp")  # the data directory's disk, not the system's /tmp
 FILE_UPLOAD_MAX_MEMORY_SIZE = 0
@@ -62,9 +64,4 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "edit_service.openapi.document_error_statuses"],
 }
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": "INFO"},
-}
+LOGGING = logging_config()

@@ -6,6 +6,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from core.files import create_once
+from core.log_format import logging_config
 from viewer_gateway.config import load_config_or_defaults
 from viewer_gateway.database import database_settings
 
@@ -223,11 +224,4 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "root": {"handlers": ["console"], "level": "INFO"},
-    "loggers": {"django.request": {"level": "ERROR"}},
-}
+LOGGING = logging_config({"django.request": {"level": "ERROR"}})
