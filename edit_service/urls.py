@@ -17,6 +17,7 @@ urlpatterns = [
     path(f"{model}/scripts", views.ScriptsView.as_view()),
     path(f"{model}/diff", views.SemanticDiffView.as_view()),
     path(f"{model}/diff/upload", views.UploadDiffView.as_view()),
+    path(f"{model}/revisions/diff", views.RevisionDiffView.as_view()),
     path(f"{model}/script", views.ScriptView.as_view()),
     path(f"{model}/script/params", views.ScriptParamsView.as_view()),
     path(f"{model}/script/undo", views.UndoView.as_view()),

@@ -10,6 +10,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from edit_service import revisions
 from edit_service import serializers as s
 from edit_service.engine import history
 from edit_service.engine.errors import Invalid, NotFound
@@ -208,6 +209,17 @@ class UploadDiffView(APIView):
         if model_editor.files.kind is IFC and not upload.read(64).lstrip().startswith(b"ISO-10303-21;"):
             raise Invalid("the file is not an IFC (ISO-10303-21) file")
         return Response(model_editor.upload_diff(Path(upload.temporary_file_path())))
+
+
+class RevisionDiffView(APIView):
+    @extend_schema(
+        request=s.ScriptDiffSerializer,
+        responses={200: JSON, 404: OpenApiResponse(description="unknown model or revision"), 422: OpenApiResponse(description="missing or malformed base/target, or a revision that cannot be read")},
+        summary="Attribute-level diff of two uploaded revisions (revisions/v<n>.ifc, kept by the gateway), with labels",
+    )
+    def post(self, request, model_id):
+        data = validated(s.ScriptDiffSerializer, request.data)
+        return Response(revisions.revision_diff(editor(model_id), data["base"], data["target"]))
 
 
 def _gone(self, request, *args, **kwargs):

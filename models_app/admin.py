@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from api.admin import ReadOnlyAdminMixin
 from core.errors import ApplicationError
 from models_app import services, trash_services
-from models_app.models import Deletion, IfcModel, Project, TrashItem, VersionGeometry
+from models_app.models import Deletion, IfcModel, ModelRevision, Project, TrashItem, VersionGeometry
 from api.principal import Principal
 
 
@@ -17,6 +17,16 @@ class VersionGeometryInline(admin.TabularInline):
         return False  # requested through the API (a version diff)
 
 
+class ModelRevisionInline(admin.TabularInline):
+    model = ModelRevision
+    extra = 0
+    can_delete = False
+    fields = readonly_fields = ["version", "name", "size", "uploaded_at", "author"]
+
+    def has_add_permission(self, request, obj=None):
+        return False  # uploaded through the API (POST /api/v1/models/{id}/revisions)
+
+
 @admin.register(IfcModel)
 class IfcModelAdmin(admin.ModelAdmin):
     list_display = ["id", "name", "status", "progress", "size", "created_at"]
@@ -24,7 +34,7 @@ class IfcModelAdmin(admin.ModelAdmin):
     search_fields = ["name", "id"]
     ordering = ["-created_at"]
     readonly_fields = [f.name for f in IfcModel._meta.fields]
-    inlines = [VersionGeometryInline]
+    inlines = [ModelRevisionInline, VersionGeometryInline]
     actions = ["retry_conversion", "move_to_trash"]
 
     @admin.display(description="progress")

@@ -163,6 +163,35 @@ class VersionGeometry(JobState):
         return f"{self.model_id} {self.version} ({self.status})"
 
 
+class ModelRevision(models.Model):
+    """One uploaded IFC of an uploaded model (not one built by a script): v1 its first upload, v2, v3, ... each new
+    revision (POST /models/{id}/revisions). Every revision's file stays as revisions/v<n>.ifc in the model's folder;
+    the latest is also its model.ifc. Recorded once the model gets its second revision (v1 from the model then).
+    Not IfcModel.revision, which counts conversion requests."""
+
+    model = models.ForeignKey(IfcModel, on_delete=models.CASCADE, related_name="uploaded_revisions")
+    number = models.PositiveIntegerField(help_text="n of the version v<n>, append-only")
+    name = models.CharField(max_length=255, help_text="the uploaded file's original name")
+    size = models.BigIntegerField(help_text="bytes")
+    uploaded_at = models.DateTimeField()
+    author = models.CharField(max_length=255, blank=True, default="", help_text="who uploaded it (api-token, an admin user, local-user); empty when unknown")
+
+    objects = OfModelsOutsideTrashManager()
+    with_trashed = models.Manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["model", "number"], name="one_revision_per_model_number")]
+        ordering = ["model", "number"]
+        verbose_name = "model revision"
+
+    def __str__(self):
+        return f"{self.model_id} {self.version} ({self.name})"
+
+    @property
+    def version(self) -> str:
+        return f"v{self.number}"
+
+
 class Deletion(models.Model):
     """The record of one deletion through the API or the admin: what went to the trash, when, by whom, and what
     became of it (restored, purged). Kept for good, also after the purge."""

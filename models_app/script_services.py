@@ -10,7 +10,7 @@ from typing import Callable
 
 from core.errors import ApplicationError, Invalid, NotFound
 from core.provenance import DEFAULT_AUTHOR, Provenance, provenance_error
-from models_app import edit_client
+from models_app import edit_client, revision_services
 from models_app.edit_client import UpstreamOutcomeUnknown
 from models_app.project_services import project_lock_of_model
 from models_app.selectors import model_exists
@@ -64,6 +64,8 @@ class ProxyRoute:
     edit_path: str
     methods: tuple[str, ...]
     on_success: tuple[SuccessHook, ...] = ()
+    # (model id, body) -> the answer, for a model whose versions are its uploaded revisions (revision_services)
+    for_revisions: Callable[[str, dict | None], dict] | None = None
 
     @property
     def changes_product(self) -> bool:
@@ -86,8 +88,8 @@ PROXY_ROUTES = [
     ProxyRoute("scripts", "/scripts", ("get",)),
     ProxyRoute("edit/pending", "/pending", ("get", "delete")),
     ProxyRoute("edit/history", "/history", ("get",)),
-    ProxyRoute("edit/versions", "/versions", ("get",)),
-    ProxyRoute("edit/diff", "/diff", ("post",)),
+    ProxyRoute("edit/versions", "/versions", ("get",), for_revisions=revision_services.revision_versions),
+    ProxyRoute("edit/diff", "/diff", ("post",), for_revisions=revision_services.revision_diff),
 ]
 
 
@@ -97,11 +99,14 @@ def require_model(model_id: str) -> None:
 
 
 def forward(*, model_id: str, route: ProxyRoute, method: str, query=None, body=None):
-    """Forwards one script/edit call for an existing model and applies the route's follow-ups on success. When the
+    """Forwards one script/edit call for an existing model and applies the route's follow-ups on success; the
+    versions and diff of a model with uploaded revisions are answered from those instead. When the
     outcome is unknown (the edit service was too slow or the connection broke) a product-changing call is assumed
     to have changed the product: converting once more is harmless, a stale viewer is not."""
     require_model(model_id)
     check_provenance(body)
+    if route.for_revisions is not None and revision_services.uses_revisions(model_id):
+        return route.for_revisions(model_id, body)
     try:
         with nullcontext() if method.upper() == "GET" else project_lock_of_model(model_id):
             payload = edit_client.call(method, f"/models/{model_id}{route.edit_path}", params=query, json=body)

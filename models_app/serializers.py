@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from models_app.models import Deletion, IfcModel, Project, VersionGeometry
+from models_app.models import Deletion, IfcModel, ModelRevision, Project, VersionGeometry
 from models_app.selectors import project_model_ids
 
 
@@ -28,6 +28,35 @@ class ModelSerializer(serializers.ModelSerializer):
 
 class ModelUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="the IFC file (.ifc, ISO-10303-21 STEP content)")
+
+
+class ModelRevisionSerializer(serializers.ModelSerializer):
+    createdAt = serializers.DateTimeField(source="uploaded_at", help_text="when it was uploaded")
+    fileName = serializers.CharField(source="name", help_text="the uploaded file's original name")
+    author = serializers.CharField(help_text="api-token, an admin user's name, or local-user; empty when unknown (a first upload)")
+
+    class Meta:
+        model = ModelRevision
+        fields = ["version", "createdAt", "author", "fileName", "size"]
+        read_only_fields = fields
+
+
+class ModelRevisionUploadSerializer(ModelSerializer):
+    """The model (same id, status converting) and the revision just uploaded; instantiate with the revision."""
+
+    revision = serializers.SerializerMethodField()
+
+    class Meta(ModelSerializer.Meta):
+        fields = [*ModelSerializer.Meta.fields, "revision"]
+        read_only_fields = fields
+
+    def __init__(self, revision: ModelRevision | None = None, **kwargs):
+        super().__init__(revision.model if revision is not None else None, **kwargs)
+        self.revision = revision
+
+    @extend_schema_field(ModelRevisionSerializer)
+    def get_revision(self, model: IfcModel):
+        return ModelRevisionSerializer(self.revision).data
 
 
 class VersionGeometrySerializer(serializers.ModelSerializer):

@@ -51,8 +51,9 @@ def _check_step_content(path: Path) -> None:
         raise Invalid("the file is not an IFC file: its STEP header names no FILE_SCHEMA")
 
 
-def model_upload(*, uploaded_file) -> IfcModel:
-    """Stores an uploaded IFC (already streamed to a temporary file) and queues its conversion."""
+def checked_ifc_upload(uploaded_file) -> tuple[str, Path]:
+    """The checks of an uploaded IFC (already streamed to a temporary file): its base name and temporary path, or
+    40001 (not .ifc, not STEP content) / 40002 (over maxUploadMB)."""
     name = os.path.basename(uploaded_file.name or "").strip()
     if not name.lower().endswith(".ifc"):
         raise Invalid(f"only .ifc files are accepted, got {name or 'a file without a name'!r}")
@@ -61,7 +62,12 @@ def model_upload(*, uploaded_file) -> IfcModel:
         raise TooLarge(f"file exceeds the upload limit of {limit / (1024 * 1024):g} MB")
     temp_path = Path(uploaded_file.temporary_file_path())
     _check_step_content(temp_path)
+    return name, temp_path
 
+
+def model_upload(*, uploaded_file) -> IfcModel:
+    """Stores an uploaded IFC (already streamed to a temporary file) and queues its conversion."""
+    name, temp_path = checked_ifc_upload(uploaded_file)
     model = IfcModel(name=name, size=uploaded_file.size)
     folder = model_dir(model.id)
     folder.mkdir()
@@ -72,7 +78,7 @@ def model_upload(*, uploaded_file) -> IfcModel:
         publish_file(staged, folder / IFC_FILE)
         with transaction.atomic():
             model.save(force_insert=True)
-            _queue_conversion(model)
+            queue_conversion(model)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
@@ -98,7 +104,7 @@ def model_create_for_script(*, name: str, format: str = "ifc") -> IfcModel:
 # --- conversion queue ------------------------------------------------------------------------------------------
 
 
-def _queue_conversion(model: IfcModel) -> None:
+def queue_conversion(model: IfcModel) -> None:
     """Inside a transaction holding the model row: a new revision; enqueue unless a job will pick it up anyway."""
     model.revision += 1
     model.status = IfcModel.Status.CONVERTING
@@ -122,7 +128,7 @@ def request_conversion(model_id: str) -> IfcModel:
             model.status, model.error = IfcModel.Status.READY, ""
             model.save(update_fields=["status", "error", "updated_at"])
         else:
-            _queue_conversion(model)
+            queue_conversion(model)
     return model
 
 

@@ -28,6 +28,7 @@ STATIC_OUTPUTS = (ELEMENT_VALUES_FILE, ELEMENT_BOUNDS_FILE, METADATA_FILE, XKT_F
 # the conversion outputs of saved versions, one folder each (versions/v3/model.xkt ...), made on request; not the
 # edit service's script/versions/
 VERSION_GEOMETRY_DIR = "versions"
+REVISIONS_DIR = "revisions"  # an uploaded model's revisions (revision_file)
 
 
 def model_dir(model_id: str) -> Path:
@@ -67,6 +68,30 @@ def latest_saved_product(model_id: str, suffix: str = ".ifc") -> Path | None:
         return None
     path = versions / f"v{max(numbers)}{suffix}"
     return path if path.is_file() else None
+
+
+def revisions_dir(model_id: str) -> Path:
+    """An uploaded model's revisions, one IFC each (v1.ifc, v2.ifc, ...), never changed once written; the edit
+    service reads them for revision diffs (edit_service/revisions.py)."""
+    return model_dir(model_id) / REVISIONS_DIR
+
+
+def revision_file(model_id: str, version: str) -> Path:
+    if not VERSION_RE.match(version):
+        raise ValueError(f"not a version: {version!r}")
+    return revisions_dir(model_id) / f"{version}.ifc"
+
+
+def script_state_present(model_id: str) -> bool:
+    """The model's product comes from a build script: a script was staged or run on it (the edit service then kept
+    the upload as bootstrap.ifc, or the model was born from a script), or it has a saved script version."""
+    script = model_dir(model_id) / "script"
+    return (
+        model_file(model_id, BOOTSTRAP_IFC_FILE).exists()
+        or (script / "staging.json").exists()
+        or (script / "working.json").exists()
+        or any(VERSION_META_RE.match(p.name) for p in (script / "versions").glob("v*.json"))
+    )
 
 
 def file_signature(path: Path) -> str:

@@ -9,6 +9,7 @@ api_urlpatterns = [
     path("models/<str:model_id>", views.ModelDetailView.as_view(), name="model-detail"),
     path("models/<str:model_id>/retry", views.ModelRetryView.as_view(), name="model-retry"),
     path("models/<str:model_id>/download", views.ModelDownloadView.as_view(), name="model-download"),
+    path("models/<str:model_id>/revisions", views.ModelRevisionsView.as_view(), name="model-revisions"),
     path("models/<str:model_id>/versions/<str:version>/geometry", views.VersionGeometryView.as_view(), name="model-version-geometry"),
     path("trash", trash_views.TrashListView.as_view(), name="trash-list"),
     path("trash/<str:item_id>/restore", trash_views.TrashRestoreView.as_view(), name="trash-restore"),

@@ -1,7 +1,8 @@
 """Use cases of a saved version's geometry: its XKT and metadata.json, converted on request so that a version diff
 can draw the elements removed since that version. The IFC comes from the edit service (which rebuilds an older
-version from its script in its sandbox), the conversion is the current model's confined pipeline, run by the same
-conversion workers on the same queue. Versions never change: a ready version is never converted again.
+version from its script in its sandbox), or is an uploaded model's stored revision; the conversion is the current
+model's confined pipeline, run by the same conversion workers on the same queue. Versions never change: a ready
+version is never converted again.
 
 States: queued -> converting -> ready | failed. A request while queued or converting answers that state; a failed
 one is queued again by the next request; a worker that dies mid-run leaves it to recovery (core.jobs: re-queued, at
@@ -19,7 +20,8 @@ from django.db import transaction
 
 from core import jobs
 from core.errors import ApplicationError, Invalid, NotFound
-from models_app import edit_client
+from core.files import link_or_copy
+from models_app import edit_client, revision_services
 from models_app.models import IfcModel, VersionGeometry
 from models_app.services import convert_ifc, model_get, publish_outputs
 from models_app.storage import (
@@ -80,6 +82,8 @@ def version_geometry_file(model_id: str, version: str, name: str) -> Path:
 
 
 def _saved_versions(model_id: str) -> list[str]:
+    if revision_services.uses_revisions(model_id):
+        return [revision.version for revision in revision_services.revision_list(model_id)]
     listing = edit_client.call("GET", f"/models/{model_id}/versions")
     return [item.get("version") for item in listing.get("versions") or []]
 
@@ -148,7 +152,11 @@ def convert_claimed_version(geometry: VersionGeometry) -> None:
         root.mkdir(exist_ok=True)  # never parents: a deleted model's folder must not come back
         work_dir.mkdir()
         on_progress("fetching", 2)
-        edit_client.version_ifc_download(model_id, version, work_dir / IFC_FILE)
+        revision = revision_services.revision_source(model_id, version)
+        if revision is not None:  # an uploaded revision: the file is here
+            link_or_copy(revision, work_dir / IFC_FILE)
+        else:
+            edit_client.version_ifc_download(model_id, version, work_dir / IFC_FILE)
         result = convert_ifc(work_dir / IFC_FILE, work_dir, on_progress)
         if result.ok:
             _publish_version(model_id, version, work_dir)

@@ -5,8 +5,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.errors import Invalid, NotFound
-from models_app import selectors, services, trash_services, version_geometry
-from models_app.serializers import ModelSerializer, ModelUploadSerializer, VersionGeometrySerializer
+from models_app import revision_services, selectors, services, trash_services, version_geometry
+from models_app.serializers import (
+    ModelRevisionSerializer,
+    ModelRevisionUploadSerializer,
+    ModelSerializer,
+    ModelUploadSerializer,
+    VersionGeometrySerializer,
+)
 from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
 from api.principal import Principal
 from api.static_files import serve_file
@@ -29,12 +35,37 @@ class ModelListView(UploadLimit, APIView):
         summary="Upload an IFC file; conversion is queued",
     )
     def post(self, request):
-        if not (request.content_type or "").startswith("multipart/form-data"):
-            raise Invalid(f"{FILE_PART_REQUIRED}, got Content-Type {request.content_type or 'none'!r}")
-        uploaded = request.FILES.get("file")
-        if uploaded is None:
-            raise Invalid(FILE_PART_REQUIRED)
-        return Response(ModelSerializer(services.model_upload(uploaded_file=uploaded)).data)
+        return Response(ModelSerializer(services.model_upload(uploaded_file=_file_part(request))).data)
+
+
+def _file_part(request):
+    if not (request.content_type or "").startswith("multipart/form-data"):
+        raise Invalid(f"{FILE_PART_REQUIRED}, got Content-Type {request.content_type or 'none'!r}")
+    uploaded = request.FILES.get("file")
+    if uploaded is None:
+        raise Invalid(FILE_PART_REQUIRED)
+    return uploaded
+
+
+class ModelRevisionsView(UploadLimit, APIView):
+    parser_classes = [MultiPartParser]
+    upload_limit_what = "the IFC file"
+
+    @extend_schema(responses=ModelRevisionSerializer(many=True), summary="An uploaded model's revisions, oldest first ([] before its first new revision)")
+    def get(self, request, model_id):
+        return Response(ModelRevisionSerializer(revision_services.revision_list(model_id), many=True).data)
+
+    @extend_schema(
+        request={"multipart/form-data": ModelUploadSerializer},
+        responses={200: ModelRevisionUploadSerializer,
+                   400: OpenApiResponse(description="40001 wrong file type, 40002 too large"),
+                   404: OpenApiResponse(description="40400 unknown model"),
+                   409: OpenApiResponse(description="40900 the model is built by a script (it gets versions by saving) or is a drawing")},
+        summary="Upload a new revision of an uploaded model: same id, next version v<n>, converted like an upload",
+    )
+    def post(self, request, model_id):
+        revision = revision_services.model_revision_upload(model_id=model_id, uploaded_file=_file_part(request), author=Principal.of(request).name)
+        return Response(ModelRevisionUploadSerializer(revision).data)
 
 
 class ModelDetailView(APIView):
