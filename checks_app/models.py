@@ -11,6 +11,11 @@ CHECK_ID_PATTERN = r"chk_[0-9a-f]{16}"
 # IDS file names of a project: letters, digits, dot, underscore, hyphen; starting with a letter or digit, at most 100
 # characters, no "..": safe in URLs and file names as they are.
 IDS_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
+# pinning a check's failures as issues: one issue per failing specification (default) or per failing element, the
+# latter confirmed by the caller above PIN_CONFIRM_ABOVE new issues
+PER_SPECIFICATION, PER_ELEMENT = "specification", "element"
+PIN_MODES = (PER_SPECIFICATION, PER_ELEMENT)
+PIN_CONFIRM_ABOVE = 25
 
 
 def new_check_id() -> str:

@@ -1,7 +1,7 @@
 from rest_framework import serializers
 
 from api.fields import AuthorField, ProvenanceField
-from checks_app.models import Check, IdsFile
+from checks_app.models import PER_SPECIFICATION, PIN_CONFIRM_ABOVE, PIN_MODES, Check, IdsFile
 
 
 class IdsFileSerializer(serializers.ModelSerializer):
@@ -60,3 +60,10 @@ class CheckStartSerializer(serializers.Serializer):
 class PinIssuesSerializer(serializers.Serializer):
     author = AuthorField()
     provenance = ProvenanceField()
+    per = serializers.ChoiceField(
+        choices=PIN_MODES, required=False, default=PER_SPECIFICATION,
+        help_text="one issue per failing specification (default), its failing elements selected in its viewpoint, or one per failing element",
+    )
+    confirm = serializers.BooleanField(
+        required=False, default=False, help_text=f"needed when pinning per element creates more than {PIN_CONFIRM_ABOVE} issues (else 400, code 40001, nothing pinned)",
+    )

@@ -117,9 +117,12 @@ class CheckReportBcfView(APIView):
 class CheckIssuesView(APIView):
     @extend_schema(
         request=PinIssuesSerializer,
-        responses={200: OpenApiResponse(description="{created, reopened, resolved, unchanged}: [{issueId, ids, specification, guid}]")},
-        summary="Pin the check's failures as review issues, deduplicated across re-checks",
+        responses={200: OpenApiResponse(description="{created, reopened, resolved, unchanged}: [{issueId, ids, specification, guid (\"\" for a "
+                                                     "specification's issue), elements (failing elements the issue covers)}]")},
+        summary="Pin the check's failures as review issues (per specification or per element), deduplicated across re-checks",
     )
     def post(self, request, model_id, check_id):
         options = validated(PinIssuesSerializer, request.data if isinstance(request.data, dict) else {})
-        return Response(services.check_pin_issues(model_id=model_id, check_id=check_id, author=options["author"], provenance=options["provenance"]))
+        return Response(services.check_pin_issues(
+            model_id=model_id, check_id=check_id, author=options["author"], provenance=options["provenance"], per=options["per"], confirm=options["confirm"],
+        ))

@@ -236,14 +236,20 @@ def describe_value(value) -> str:
     return " and ".join(words) or "any value"
 
 
+def _valued(value) -> str:
+    """ " = 5" for a simple value, " matching the pattern ..." / " one of ..." for a restriction, " with a value" for none."""
+    if not value:
+        return " with a value"
+    return f" {describe_value(value)}" if isinstance(value, ifctester_facet.Restriction) else f" = {describe_value(value)}"
+
+
 def describe_expected(facet: ifctester_facet.Facet) -> str:
     if isinstance(facet, ifctester_facet.Entity):
         text = describe_value(facet.name) + (f" with predefined type {describe_value(facet.predefinedType)}" if facet.predefinedType else "")
     elif isinstance(facet, ifctester_facet.Attribute):
-        text = f"attribute {describe_value(facet.name)}" + (f" = {describe_value(facet.value)}" if facet.value else " with a value")
+        text = f"attribute {describe_value(facet.name)}" + _valued(facet.value)
     elif isinstance(facet, ifctester_facet.Property):
-        text = f"{describe_value(facet.propertySet)}.{describe_value(facet.baseName)}"
-        text += f" = {describe_value(facet.value)}" if facet.value else " with a value"
+        text = f"{describe_value(facet.propertySet)}.{describe_value(facet.baseName)}" + _valued(facet.value)
         text += f" ({facet.dataType.upper()})" if facet.dataType else ""
     elif isinstance(facet, ifctester_facet.Classification):
         text = "a classification" + (f" {describe_value(facet.value)}" if facet.value else "") + (f" in {describe_value(facet.system)}" if facet.system else "")

@@ -3,13 +3,16 @@
 // from disk, its progress while queued or running (polled), and the result: per specification pass or fail with its
 // applicable count, the failing elements with requirement, value found and value expected. A click on a failing
 // element selects it and flies to it in 3D; "Select all failing" selects them together; "Pin as issues" turns the
-// failures into review issues (deduplicated across re-checks); the HTML report and the BCF archives (one topic per
-// element or per specification) are a click away.
+// failures into review issues (deduplicated across re-checks): one per failing specification, its failing elements
+// selected and framed by its viewpoint, or, when chosen, one per failing element (more than the server's threshold
+// asks for a confirmation first); the HTML report and the BCF archives (one topic per element or per specification)
+// are a click away.
 //
 // Updates by key: the check list and the result's specifications keep their elements (an opened failure table stays
 // open) while a running check is polled.
 import { t } from "./i18n.js";
 import { userName } from "./issue_fields.js";
+import { ApiError } from "./api.js";
 import { errorText, guarded, h, replace, setText, syncKeyed, toast } from "./ui.js";
 
 const POLL_MS = 1000;
@@ -260,6 +263,8 @@ export class ChecksPanel {
     this.actions = h("div", { class: "toolbar", hidden: true },
       h("button", { type: "button", "data-testid": "check-select-all", i18n: "Select all failing", onClick: () => this.selectFailing(this.allFailures()) }),
       h("button", { type: "button", "data-testid": "check-pin", i18n: "Pin as issues", onClick: () => this.pin() }),
+      this.pinMode = h("select", { "data-testid": "check-pin-mode", "aria-label": t("Pin as issues") },
+        h("option", { value: "specification", i18n: "one per specification" }), h("option", { value: "element", i18n: "one per element" })),
       h("a", { href: `/api/v1${this.base}/checks/${record.checkId}/report.html`, target: "_blank", rel: "noopener", class: "button", "data-testid": "check-report-html", i18n: "HTML report",
         onClick: (event) => this.openReport(event) }),
       h("button", { type: "button", "data-testid": "check-bcf-element", i18n: "BCF per element", onClick: () => this.downloadBcf("element") }),
@@ -351,17 +356,28 @@ export class ChecksPanel {
     toast(t("{selected} of {count} failing elements selected", { selected: selected.length, count: guids.length }));
   }
 
+  // per element, the server refuses more new issues than its threshold without confirm: the user is asked, with its count
   async pin() {
     const author = userName();
-    const pinned = await guarded(() => this.app.api.post(`${this.base}/checks/${this.record.checkId}/issues`, author ? { author } : {}), "Pinning the failures failed");
-    if (!pinned) return;
+    const body = { per: this.pinMode.value, ...(author ? { author } : {}) };
+    const url = `${this.base}/checks/${this.record.checkId}/issues`;
+    let pinned;
+    try {
+      pinned = await this.app.api.post(url, body);
+    } catch (error) {
+      const count = error instanceof ApiError && error.data && error.data.issues;
+      if (!count) return toast(`${t("Pinning the failures failed")}: ${errorText(error)}`, "error");
+      if (!window.confirm(t("Pin {count} issues, one per failing element?", { count }))) return undefined;
+      pinned = await guarded(() => this.app.api.post(url, { ...body, confirm: true }), "Pinning the failures failed");
+    }
+    if (!pinned) return undefined;
     replace(this.pinResult,
       h("p", { "data-testid": "check-pin-counts" }, t("Issues: {created} created, {reopened} reopened, {resolved} resolved, {unchanged} unchanged",
         Object.fromEntries(PIN_KINDS.map((kind) => [kind, pinned[kind].length])))),
       h("ul", {}, PIN_KINDS.flatMap((kind) => pinned[kind].map((entry) => h("li", { class: kind, dataset: { issueId: entry.issueId } },
-        `${t(kind)}: ${entry.issueId} · ${entry.specification}${entry.guid ? ` · ${entry.guid}` : ""}`)))));
+        `${t(kind)}: ${entry.issueId} · ${entry.specification}${entry.guid ? ` · ${entry.guid}` : entry.elements ? ` · ${t("{count} element(s)", { count: entry.elements })}` : ""}`)))));
     this.pinResult.hidden = false;
-    await this.app.issues.load();
+    return this.app.issues.load();
   }
 
   // the report needs the token when one is set, which a plain link cannot send: then it is fetched and shown from memory

@@ -1,4 +1,5 @@
-// One issue in detail, as a BCF tool shows a topic: the large snapshot of the chosen viewpoint; its viewpoints
+// One issue in detail, as a BCF tool shows a topic: opening it applies its first viewpoint (an issue pinned from an IDS
+// check: its failing elements selected and framed); the large snapshot of the chosen viewpoint; its viewpoints
 // (applied with xeokit's BCFViewpointsPlugin: camera, visibility, colours, section planes, selection; the current
 // view added as a new one); its fields, editable (title, description, type, priority, assignee, due date, labels,
 // stage); its comment thread (add, edit and delete one's own; a comment may refer to a viewpoint, which a click
@@ -7,7 +8,7 @@
 // Built once per opened issue and updated by key: a change arriving meanwhile (a comment, a status, a viewpoint)
 // never replaces what is being typed in the fields, a comment being edited or the new comment.
 import { t } from "./i18n.js";
-import { STATUSES, formatDate, formatTime, isOwn, labelsFrom, userName } from "./issue_fields.js";
+import { IDS_LABEL, STATUSES, formatDate, formatTime, isOwn, issueElements, issueSource, labelsFrom, userName } from "./issue_fields.js";
 import { guarded, h, replace, setText, syncKeyed } from "./ui.js";
 
 const NEW_VIEWPOINT = "new";
@@ -77,7 +78,7 @@ export class IssueDetail {
   open(issue) {
     if (this.issueId !== issue.id) this.build(issue);
     this.issueChanged(issue);
-    if (issue.viewpoints.length || issue.camera) this.panel.flyTo(issue);
+    if (this.panel.canFlyTo(issue)) this.panel.flyTo(issue);
     this.loadComments();
   }
 
@@ -164,8 +165,11 @@ export class IssueDetail {
     this.screenshot.hidden = !image;
     if (!this.dirty) for (const [name] of FIELDS) this.inputs[name].value = valueOf(issue, name);
     const row = (label, value) => value ? h("tr", {}, h("th", { i18n: label }), h("td", {}, value)) : null;
+    const elements = issueElements(issue);
     replace(this.facts,
-      row("Element", `${issue.entityName || ""} ${issue.entityType ? `(${issue.entityType})` : ""} ${issue.entityId}`.trim()),
+      issue.entityId ? row("Element", `${issue.entityName || ""} ${issue.entityType ? `(${issue.entityType})` : ""} ${issue.entityId}`.trim())
+        : row("Elements", elements.length ? t("{count} element(s)", { count: elements.length }) + (issue.entityType ? ` (${issue.entityType})` : "") : t("none (about the view)")),
+      row("Source", issueSource(issue) === IDS_LABEL ? t("IDS check of {ids}", { ids: issue.labels.filter((label) => label !== IDS_LABEL).join(", ") }) : ""),
       row("Author", `${issue.author} · ${issue.provenance.source}`),
       row("Created", formatTime(issue.createdAt)),
       row("Modified", issue.modifiedAt && `${formatTime(issue.modifiedAt)} · ${issue.modifiedAuthor}`),

@@ -10,6 +10,7 @@ export const SUGGESTIONS = {
   assignedTo: [],
 };
 export const USER_KEY = "viewerUserName";
+export const IDS_LABEL = "IDS"; // the label of the issues pinned from an IDS check (beside the IDS file's name)
 export const DEFAULT_AUTHOR = "local-user"; // the API's author when none is given
 
 export function formatTime(value) {
@@ -42,3 +43,14 @@ export function overdue(issue) {
   return Boolean(issue.dueDate) && issue.status !== "resolved" && new Date(issue.dueDate) < new Date();
 }
 
+
+// where an issue comes from, as its badge shows it: "IDS" for one pinned from an IDS check, else its provenance
+export function issueSource(issue) {
+  return (issue.labels || []).includes(IDS_LABEL) ? IDS_LABEL : issue.provenance.source;
+}
+
+// the elements an issue is about: its element, or the selection of its first viewpoint
+export function issueElements(issue) {
+  const selection = issue.viewpoints.length && issue.viewpoints[0].components ? issue.viewpoints[0].components.selection || [] : [];
+  return issue.entityId ? [issue.entityId] : selection.map((component) => component.ifc_guid).filter(Boolean);
+}

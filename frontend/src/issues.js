@@ -1,5 +1,5 @@
-// Review issues: pin one to the picked element with the current view as its BCF viewpoint (camera, visibility,
-// colours, section planes, selection) and a screenshot; search and filter the list; open an issue in the detail view
+// Review issues: pin one to the picked element, or with nothing picked a general one about the current view, with
+// the current view as its BCF viewpoint (camera, visibility, colours, section planes, selection) and a screenshot; search and filter the list; open an issue in the detail view
 // (issue_detail.js: its viewpoints applied, fields, comments); exchange them with other tools as BCF 3.0.
 //
 // Filters: the fields the API filters on (status, priority, assignee, type, stage, label, text) are sent to
@@ -10,7 +10,9 @@
 // half-typed issue survives), list items are keyed by issue id and only redrawn when the issue's updatedAt changes.
 import { t } from "./i18n.js";
 import { IssueDetail } from "./issue_detail.js";
-import { DEFAULT_AUTHOR, STATUSES, SUGGESTIONS, USER_KEY, fieldOptions, formatDate, labelsFrom, overdue, userName } from "./issue_fields.js";
+import {
+  DEFAULT_AUTHOR, IDS_LABEL, STATUSES, SUGGESTIONS, USER_KEY, fieldOptions, formatDate, issueElements, issueSource, labelsFrom, overdue, userName,
+} from "./issue_fields.js";
 import { guarded, h, replace, setText, syncKeyed, toast } from "./ui.js";
 
 const SEARCH_DELAY_MS = 250;
@@ -25,7 +27,7 @@ const API_FILTERS = [
   ["label", "all labels", (issue) => issue.labels || []],
 ];
 const LOCAL_FILTERS = [
-  ["source", "all sources", (issue) => [issue.provenance.source]],
+  ["source", "all sources", (issue) => [issueSource(issue)]],
   ["author", "all authors", (issue) => [issue.author]],
   ["entityType", "all classes", (issue) => [issue.entityType]],
 ];
@@ -98,10 +100,10 @@ export class IssuesPanel {
     if (this.detail.issueId) this.detail.issueChanged(this.issues.find((issue) => issue.id === this.detail.issueId));
   }
 
-  // picking changes only the heading and the button: what is typed stays
+  // picking changes only the heading: what is typed stays; with nothing picked the issue is about the current view
   pickedChanged(picked) {
-    setText(this.formHeading, picked ? t("New issue on {name}", { name: picked.name || picked.id }) : t("New issue (pick an element first)"));
-    this.createButton.disabled = !picked;
+    setText(this.formHeading, picked ? t("New issue on {name}", { name: picked.name || picked.id }) : t("New issue on the current view (or pick an element first)"));
+    this.createButton.disabled = false;
   }
 
   relabel() {
@@ -198,7 +200,7 @@ export class IssuesPanel {
     replace(element,
       issue.screenshot && h("img", { src: this.screenshotUrl(issue), alt: "", class: "thumb", onClick: () => this.showDetail(issue.id) }),
       h("div", { class: "issue-body" },
-        h("strong", {}, issue.title), h("span", { class: `badge-inline ${issue.provenance.source}` }, issue.provenance.source),
+        h("strong", {}, issue.title), this.sourceBadge(issue),
         h("div", { class: "tags" },
           tag("issue-type", issue.topicType, "type"),
           tag("issue-priority", issue.priority, `priority ${issue.priority.toLowerCase()}`),
@@ -206,12 +208,29 @@ export class IssuesPanel {
           tag("issue-due", issue.dueDate && t("due {date}", { date: formatDate(issue.dueDate) }), overdue(issue) ? "due overdue" : "due"),
           tag("issue-stage", issue.stage, "stage"),
           (issue.labels || []).map((label) => tag("issue-label", label, "label"))),
-        h("p", {}, issue.comment), h("small", {}, `${issue.entityName || issue.entityId} · ${issue.author}`),
+        h("p", {}, issue.comment), h("small", {}, [this.subject(issue), issue.author].filter(Boolean).join(" · ")),
         h("div", { class: "issue-actions" },
           this.statusSelect(issue, "issue-status"),
-          (issue.viewpoints.length || issue.camera) && h("button", { "data-testid": "fly-to", i18n: "Fly to", i18nTitle: "Apply the issue's viewpoint", onClick: () => this.flyTo(issue) }),
+          this.canFlyTo(issue) && h("button", { "data-testid": "fly-to", i18n: "Fly to", i18nTitle: "Apply the issue's viewpoint", onClick: () => this.flyTo(issue) }),
           h("button", { "data-testid": "issue-open", i18n: "Details", onClick: () => this.showDetail(issue.id) }),
           h("button", { class: "danger", i18n: "Delete", onClick: () => this.remove(issue) }))));
+  }
+
+  sourceBadge(issue) {
+    const source = issueSource(issue);
+    const ids = source === IDS_LABEL ? (issue.labels || []).filter((label) => label !== IDS_LABEL).join(", ") : "";
+    return h("span", { class: `badge-inline ${source}`, "data-testid": "issue-source", title: ids ? t("Pinned from an IDS check of {ids}", { ids }) : null }, source);
+  }
+
+  // what the issue is about: its element, the number of elements its viewpoint selects, or nothing (a general issue)
+  subject(issue) {
+    if (issue.entityName || issue.entityId) return issue.entityName || issue.entityId;
+    const count = issueElements(issue).length;
+    return count ? t("{count} element(s)", { count }) : "";
+  }
+
+  canFlyTo(issue) {
+    return Boolean(issue.viewpoints.length || issue.camera || issue.entityId);
   }
 
   statusSelect(issue, testid) {
@@ -242,7 +261,7 @@ export class IssuesPanel {
 
   // --- actions --------------------------------------------------------------------------------------------
 
-  // the issue's first viewpoint (or, for an issue without one, its camera) applied to the view
+  // the issue's first viewpoint (or, for an issue without one, its camera, or its element framed) applied to the view
   flyTo(issue, viewpoint = issue.viewpoints[0]) {
     const view = this.app.view;
     if (viewpoint && view.applyViewpoint) {
@@ -250,6 +269,7 @@ export class IssuesPanel {
       return;
     }
     if (issue.camera) view.flyTo(issue.camera);
+    else if (issue.entityId && view.flyToObject && view.flyToObject(issue.entityId)) return;
     if (issue.entityId) view.select(issue.entityId, (meta) => this.app.setPicked(meta));
   }
 
@@ -282,7 +302,7 @@ export class IssuesPanel {
     const picked = this.app.picked;
     const fields = form.elements;
     const payload = {
-      entityId: picked.id, entityName: picked.name || "", entityType: picked.type, title: fields.title.value, comment: fields.comment.value,
+      ...(picked ? { entityId: picked.id, entityName: picked.name || "", entityType: picked.type } : {}), title: fields.title.value, comment: fields.comment.value,
     };
     if (userName()) payload.author = userName();
     for (const name of ["topicType", "priority", "assignedTo", "stage"]) if (fields[name].value.trim()) payload[name] = fields[name].value.trim();

@@ -95,7 +95,8 @@ def test_bcf_report_is_valid_bcf_3(api, failing_check, bcf_schemas, per):
 
 
 def pin(api, model_id, check_id, **body):
-    response = api.post(f"/api/v1/models/{model_id}/checks/{check_id}/issues", body, format="json")
+    """Pins per element (the per-specification default is in test_pin_grouping.py)."""
+    response = api.post(f"/api/v1/models/{model_id}/checks/{check_id}/issues", {"per": "element", **body}, format="json")
     assert response.status_code == 200, response.content
     return {key: sorted(item["guid"] for item in items) for key, items in response.json()["data"].items()}
 
