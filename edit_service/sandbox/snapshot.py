@@ -4,10 +4,17 @@ attributes holds the direct attributes that are not entity references (GlobalId,
 representation are references or identity and are left out) and "PsetName.property" for the element's property
 and quantity sets, type-object sets included (the occurrence's own set of the same name wins). Values are
 normalised as typed values: IFC wrappers unwrapped, whole floats as ints, floats to 12 significant digits, so the
-same model written twice compares equal. Used for the semantic diff; no geometry.
+same model written twice compares equal. Used for the semantic diff.
+
+Each element also carries "geometry" (geometry_facts): its world placement and the facts of its body shape, so a
+moved, turned or resized element shows as changed. A snapshot written before geometry was recorded has no
+"geometry" key; the diff treats that as unknown, never as a change.
 """
 
 from __future__ import annotations
+
+import hashlib
+import os
 
 from ifcopenshell import entity_instance
 
@@ -89,7 +96,7 @@ def _definitions(rel):
     return [definition]
 
 
-def snapshot(model) -> dict:
+def snapshot(model, with_geometry: bool = True) -> dict:
     import ifcopenshell.ifcopenshell_wrapper as wrapper
 
     schema = wrapper.schema_by_name(model.schema_identifier if hasattr(model, "schema_identifier") else model.schema)
@@ -119,4 +126,93 @@ def snapshot(model) -> dict:
         attributes.update(type_sets.get(element.id(), {}))
         attributes.update(own_sets.get(element.id(), {}))
         result[element.GlobalId] = {"class": cls, "name": element.Name or "", "attributes": attributes}
+    if with_geometry:
+        facts = geometry_facts(model)
+        for guid, element in result.items():
+            element["geometry"] = facts.get(guid, {"placement": None, "shape": None})  # the project: none
     return result
+
+
+# --- geometry --------------------------------------------------------------------------------------------------
+
+DECIMALS = 6  # metres: a micrometre, far below any tolerance of the diff, so float noise of a rebuild rounds away
+
+
+def _rounded(values) -> list:
+    return [round(float(v), DECIMALS) + 0.0 for v in values]  # + 0.0: no -0.0
+
+
+def _placement(matrix) -> dict:
+    """A 4x4 world matrix (metres) as origin and the local X and Z axes."""
+    return {"origin": _rounded(matrix[:3, 3]), "xAxis": _rounded(matrix[:3, 0]), "zAxis": _rounded(matrix[:3, 2])}
+
+
+def _shape_facts(geometry) -> dict:
+    """Facts of one triangulated body in the element's own axes: bounding box, volume, fingerprint."""
+    import numpy as np
+
+    verts = np.frombuffer(geometry.verts_buffer, "d").reshape(-1, 3)
+    faces = np.frombuffer(geometry.faces_buffer, "i").reshape(-1, 3)
+    if not len(verts):
+        return {}
+    # the divergence theorem over the triangles (ifcopenshell.util.shape.get_volume, vectorised)
+    p1, p2, p3 = verts[faces[:, 0]], verts[faces[:, 1]], verts[faces[:, 2]]
+    volume = abs(float(np.einsum("ij,ij->i", p1, np.cross(p2, p3)).sum()) / 6.0)
+    rounded = np.round(verts, 4) + 0.0  # a tenth of a millimetre: the fingerprint ignores float noise
+    digest = hashlib.sha1(rounded.tobytes())
+    digest.update(np.ascontiguousarray(faces).tobytes())
+    return {"min": _rounded(verts.min(axis=0)), "max": _rounded(verts.max(axis=0)), "volume": round(volume, 9) + 0.0,
+            "fingerprint": digest.hexdigest()[:16]}
+
+
+def _iterator_settings(model):
+    import ifcopenshell.geom
+
+    settings = ifcopenshell.geom.settings()
+    # openings are elements of their own in the diff; subtracting them is the slow part of the tessellation
+    settings.set("disable-opening-subtractions", True)
+    body = [c.id() for c in model.by_type("IfcGeometricRepresentationSubContext") if c.ContextIdentifier in ("Body", "Facetation")]
+    body += [c.id() for c in model.by_type("IfcGeometricRepresentationContext", include_subtypes=False) if c.ContextType == "Model"]
+    if body:
+        settings.set("context-ids", body)
+    return settings
+
+
+def geometry_facts(model) -> dict:
+    """GlobalId -> {"placement": {"origin", "xAxis", "zAxis"} | None, "shape": {"min", "max", "volume",
+    "fingerprint"} | None} for every product: placement in world coordinates, shape in the element's own axes
+    (so a turn is not a resize), all in metres. Shapes come from one pass of the geometry iterator."""
+    import ifcopenshell.geom
+    import ifcopenshell.util.placement
+    import ifcopenshell.util.unit
+    import numpy as np
+
+    facts: dict[str, dict] = {}
+    per_geometry: dict[str, dict] = {}  # shared representations (mapped items) are measured once
+    products = model.by_type("IfcProduct")
+    if products and any(p.Representation for p in products):
+        iterator = ifcopenshell.geom.iterator(_iterator_settings(model), model, max(1, min(os.cpu_count() or 1, 8)))
+        if iterator.initialize():
+            while True:
+                shape = iterator.get()
+                matrix = np.array(shape.transformation.matrix, dtype=float).reshape(4, 4).T  # column-major
+                geometry = shape.geometry
+                key = geometry.id
+                if key not in per_geometry:
+                    per_geometry[key] = _shape_facts(geometry)
+                facts[shape.guid] = {"placement": _placement(matrix), "shape": per_geometry[key] or None}
+                if not iterator.next():
+                    break
+    scale = None
+    for product in products:
+        if product.GlobalId in facts:
+            continue
+        placement = None
+        if getattr(product, "ObjectPlacement", None) is not None:
+            if scale is None:
+                scale = ifcopenshell.util.unit.calculate_unit_scale(model)
+            matrix = np.array(ifcopenshell.util.placement.get_local_placement(product.ObjectPlacement), dtype=float)
+            matrix[:3, 3] *= scale
+            placement = _placement(matrix)
+        facts[product.GlobalId] = {"placement": placement, "shape": None}
+    return facts

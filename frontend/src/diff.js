@@ -2,6 +2,9 @@
 // unchanged elements ghosted and the added / changed / removed ones coloured, a list that selects and flies to an
 // element, and a warning when the view does not show the diff's target.
 //
+// A changed element's geometry (moved, turned, resized, reshaped) is listed in words from the diff's facts; other
+// fields with their old and new values.
+//
 // A removed element the loaded geometry lacks is drawn from the base version's geometry: the gateway converts a
 // saved version on request (POST .../versions/{version}/geometry, its progress shown here), then the view loads only
 // those elements of it beside the current model, in red, pickable and reachable from the list. They go when the
@@ -17,6 +20,51 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 function nameOf(app, id) {
   const meta = app.view.metaObject(id);
   return meta ? `${meta.name || id} (${meta.type})` : id;
+}
+
+const metres = (value) => Number(value).toFixed(2);
+
+// the direction of a move: "+X" along one axis, else the three components
+function direction(moved) {
+  const parts = [["X", moved.dx], ["Y", moved.dy], ["Z", moved.dz]].filter(([, v]) => Math.abs(v) >= 1e-4);
+  if (parts.length === 1) return `${parts[0][1] > 0 ? "+" : "-"}${parts[0][0]}`;
+  return `(${[moved.dx, moved.dy, moved.dz].map((v) => `${v >= 0 ? "+" : ""}${metres(v)}`).join(", ")})`;
+}
+
+// the geometry facts of a changed element in words: "moved 1.50 m +X", "resized 8.00 → 9.50 m", ...
+export function geometryWords(facts) {
+  const words = [];
+  if (facts.moved) words.push(t("moved {distance} m {direction}", { distance: metres(facts.moved.distance), direction: direction(facts.moved) }));
+  if (facts.turned) {
+    const axis = facts.turned.about || `(${facts.turned.axis.map(metres).join(", ")})`;
+    words.push(t("turned {degrees}° about {axis}", { degrees: Number(facts.turned.degrees).toFixed(1), axis }));
+  }
+  if (facts.size) {
+    const resized = facts.size.old.map((old, i) => [old, facts.size.new[i]]).filter(([a, b]) => Math.abs(a - b) >= 1e-4);
+    words.push(t("resized {sizes}", { sizes: resized.map(([a, b]) => `${metres(a)} → ${metres(b)} m`).join(", ") }));
+  }
+  if (facts.volume) words.push(t("volume {old} → {new} m³", { old: Number(facts.volume.old).toFixed(3), new: Number(facts.volume.new).toFixed(3) }));
+  if (facts.representationChanged && !facts.size && !facts.volume) words.push(t("representation changed"));
+  return words;
+}
+
+// which facts tell a geometry change; without them (a shape added or removed) the server's summary is shown
+const FACTS_OF = { placement: ["moved", "turned"], shape: ["size", "volume", "representationChanged"] };
+
+// one line per change: the geometry facts in words on one line, other fields with old and new values
+function changeLines(item) {
+  const lines = [];
+  const given = item.geometry || {};
+  const facts = geometryWords(given);
+  for (const c of item.changes) {
+    if (FACTS_OF[c.field]) {
+      if (!FACTS_OF[c.field].some((name) => given[name])) lines.push(h("li", { dataset: { field: c.field } }, `${c.field}: ${c.summary}`));
+    } else {
+      lines.push(h("li", { dataset: { field: c.field } }, `${c.field}: ${JSON.stringify(c.old)} → ${JSON.stringify(c.new)}`));
+    }
+  }
+  if (facts.length) lines.push(h("li", { dataset: { field: "geometry" }, "data-testid": "diff-geometry" }, facts.join("; ")));
+  return lines;
 }
 
 // the diff as a list of elements; a click selects the element and flies to it when the view has it
@@ -35,7 +83,7 @@ export function renderDiffList(app, diff) {
       diff.added.map((id) => entry("added", id)),
       diff.removed.map((id) => entry("removed", id)),
       diff.changed.map((item) => entry("changed", item.guid,
-        h("ul", {}, item.changes.map((c) => h("li", {}, `${c.field}: ${JSON.stringify(c.old)} → ${JSON.stringify(c.new)}`)))))));
+        h("ul", {}, changeLines(item))))));
 }
 
 export class DiffPanel {

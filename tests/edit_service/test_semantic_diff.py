@@ -1,5 +1,5 @@
-"""Labelled diff test set from build scripts (one kind of change each, exact expected output), and the same engine
-on real samples."""
+"""Labelled diff test set from build scripts (one kind of change each, exact expected output; geometry changes in
+tests/edit_service/test_geometry_diff.py), and the same engine on real samples."""
 
 import shutil
 
@@ -32,6 +32,28 @@ def build(params, out_path):
 
 WALL_A, WALL_B, WALL_C = guid_for("wall-a"), guid_for("wall-b"), guid_for("wall-c")
 
+
+class Fingerprint:
+    """Any representation fingerprint (16 hex digits): its value is the hash's, the test is that it changes."""
+
+    def __eq__(self, other):
+        return isinstance(other, str) and len(other) == 16 and all(c in "0123456789abcdef" for c in other)
+
+
+def placed(x: float, z: float = 0.0) -> dict:
+    return {"origin": [x, 0.0, z], "xAxis": [1.0, 0.0, 0.0], "zAxis": [0.0, 0.0, 1.0]}
+
+
+def moved(old: dict, new: dict, summary: str, dx=0.0, dz=0.0) -> dict:
+    return {"added": [], "removed": [], "changed": [{"guid": WALL_B, "changes": [{"field": "placement", "old": old, "new": new, "summary": summary}],
+                                                    "geometry": {"moved": {"dx": dx, "dy": 0.0, "dz": dz, "distance": abs(dx + dz)}}}]}
+
+
+RESIZED = {"added": [], "removed": [], "changed": [{"guid": WALL_B, "changes": [{
+    "field": "shape", "old": {"size": [4.0, 0.2, 3.0], "volume": 2.4, "fingerprint": Fingerprint()},
+    "new": {"size": [4.5, 0.2, 3.0], "volume": 2.7, "fingerprint": Fingerprint()}, "summary": "resized 4.00 → 4.50 m; volume 2.400 → 2.700 m³"}],
+    "geometry": {"size": {"old": [4.0, 0.2, 3.0], "new": [4.5, 0.2, 3.0]}, "volume": {"old": 2.4, "new": 2.7}, "representationChanged": True}}]}
+
 CASES = {
     "rename": (('Name="Wall A"', 'Name="Wall A1"'), {"added": [], "removed": [], "changed": [{"guid": WALL_A, "changes": [{"field": "Name", "old": "Wall A", "new": "Wall A1"}]}]}),
     "pset value": (('"FireRating": "F30"', '"FireRating": "F60"'), {"added": [], "removed": [], "changed": [{"guid": WALL_A, "changes": [{"field": "Pset_WallCommon.FireRating", "old": "F30", "new": "F60"}]}]}),
@@ -40,9 +62,10 @@ CASES = {
     "added element": (("    # ADD HERE", '    sl.create_entity(model, "IfcWall", "wall-c", storey=ground, Name="Wall C", x=11.0, width=1.0, depth=0.2, height=3.0)'), {"added": [WALL_C], "removed": [], "changed": []}),
     "removed element": (('    sl.create_entity(model, "IfcWall", "wall-b", storey=ground, Name="Wall B", x=6.0, width=4.0, depth=0.2, height=3.0)\n', ""), {"added": [], "removed": [WALL_B], "changed": []}),
     "class change, same key": (('"IfcWall", "wall-b"', '"IfcColumn", "wall-b"'), {"added": [], "removed": [], "changed": [{"guid": WALL_B, "changes": [{"field": "class", "old": "IfcWall", "new": "IfcColumn"}]}]}),
-    "placement only": (('"wall-b", storey=ground, Name="Wall B", x=6.0', '"wall-b", storey=ground, Name="Wall B", x=7.5'), {"added": [], "removed": [], "changed": []}),
-    "geometry only": (('x=6.0, width=4.0', 'x=6.0, width=4.5'), {"added": [], "removed": [], "changed": []}),
-    "reference only (other storey)": (('"wall-b", storey=ground', '"wall-b", storey=upper'), {"added": [], "removed": [], "changed": []}),
+    "placement only": (('"wall-b", storey=ground, Name="Wall B", x=6.0', '"wall-b", storey=ground, Name="Wall B", x=7.5'), moved(placed(6.0), placed(7.5), "moved 1.50 m +X", dx=1.5)),
+    "geometry only": (('x=6.0, width=4.0', 'x=6.0, width=4.5'), RESIZED),
+    # the upper storey is 3 m up: the reference itself is not compared, the world placement it gives is
+    "reference only (other storey)": (('"wall-b", storey=ground', '"wall-b", storey=upper'), moved(placed(6.0), placed(6.0, 3.0), "moved 3.00 m +Z", dz=3.0)),
     "float noise": (('"Length": 5.0', '"Length": 5.000000000000001'), {"added": [], "removed": [], "changed": []}),
 }
 
