@@ -1,10 +1,13 @@
 """Semantic diffs of an uploaded model's revisions: the IFC files the gateway keeps as revisions/v<n>.ifc in the
 model's folder (POST /models/{id}/revisions on the gateway; an extension of the spec, docs/api/revisions.md). Each
 file is snapshotted in the sandbox as diff/upload snapshots an uploaded file, then diffed by the engine's semantic
-diff. Revisions never change once written, so their snapshots and diffs are cached (script/cache/)."""
+diff. Revisions never change once written, so their snapshots and diffs are cached (script/cache/), under the
+fingerprint of the code that made them: a changed snapshot or diff (more facts recorded) makes them anew."""
 
 from __future__ import annotations
 
+import hashlib
+from functools import lru_cache
 from pathlib import Path
 
 from edit_service.engine import semantic_diff
@@ -15,6 +18,15 @@ from edit_service.engine.store import VERSION_RE, read_json, write_json_atomic
 from edit_service.engine.workflow import Editor
 
 REVISIONS_DIR = "revisions"
+ENGINE_FILES = [Path(__file__).parent / "sandbox" / "inspect_ifc.py", Path(__file__).parent / "sandbox" / "snapshot.py", Path(semantic_diff.__file__)]
+
+
+@lru_cache(maxsize=1)
+def _engine_fingerprint() -> str:
+    digest = hashlib.sha256()
+    for path in ENGINE_FILES:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def _revision_ifc(editor: Editor, version: str) -> Path:
@@ -25,7 +37,7 @@ def _revision_ifc(editor: Editor, version: str) -> Path:
 
 
 def _snapshot(editor: Editor, version: str) -> dict:
-    cache = editor.files.cache_dir / f"revision-{version}.snapshot.json"
+    cache = editor.files.cache_dir / f"revision-{version}.{_engine_fingerprint()}.snapshot.json"
     cached = read_json(cache)
     if cached is not None:
         return cached
@@ -45,7 +57,7 @@ def revision_diff(editor: Editor, base: str, target: str) -> dict:
     if editor.files.kind is not IFC:
         raise NotFound(f"model {editor.files.model_id} is a {editor.files.kind.what}: it has no uploaded revisions")
     _revision_ifc(editor, base), _revision_ifc(editor, target)
-    cache = editor.files.cache_dir / f"revision-diff-{base}-{target}.json"
+    cache = editor.files.cache_dir / f"revision-diff-{base}-{target}.{_engine_fingerprint()}.json"
     cached = read_json(cache)
     if cached is not None:
         return cached
