@@ -28,7 +28,7 @@ const ZH = {
   "Objects": "对象",
   "Classes": "类别",
   "Storeys": "楼层",
-  "Search name or GlobalId": "按名称或 GlobalId 搜索",
+  "Search name, class or GlobalId": "按名称、类别或 GlobalId 搜索",
   "No match.": "无匹配项。",
   "{count} matches": "{count} 个匹配",
   "Hide": "隐藏",
@@ -280,6 +280,12 @@ const ZH = {
   "reopened": "重新打开",
   "unchanged": "未变",
   "Opening the report failed: {error}": "打开报告失败：{error}",
+  "No ready model {id}": "没有已就绪的模型 {id}",
+  "Move this model to the trash": "将此模型移到回收站",
+  "Delete the model {name}? It goes to the trash with its issues and overrides.": "删除模型 {name}？它将连同其问题和覆盖值移到回收站。",
+  "{name} moved to the trash": "{name} 已移到回收站",
+  "Overridden properties": "已覆盖的属性",
+  "Overridden: the model itself has the struck-through value": "已覆盖：模型本身的值为划线值",
 };
 
 const STORAGE_KEY = "viewerLanguage";

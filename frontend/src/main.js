@@ -53,6 +53,7 @@ class App {
     translateStatic();
     onLanguageChange(() => this.relabel());
     this.openFromHash(early);
+    window.addEventListener("hashchange", () => this.followHash());
     document.body.dataset.app = "ready"; // every control has its handler from here on
   }
 
@@ -89,12 +90,25 @@ class App {
   }
 
   async openFromHash(early) {
-    const id = this.hashModelId();
     await this.models.refresh();
-    if (!id) return;
-    const model = this.models.models.find((m) => m.id === id);
-    if (model && model.status === "ready") await this.openModel(model.id, model.format === "dxf" ? null : early);
-    else this.view3d.unload();
+    if (!this.hashModelId()) return;
+    if (!(await this.openHashModel(early))) this.view3d.unload();
+  }
+
+  // another model's id put in the address of the open page (edited by hand, a link followed) opens that model
+  async followHash() {
+    const id = this.hashModelId();
+    if (!id || (this.model && this.model.id === id)) return;
+    if (!this.models.models.some((m) => m.id === id)) await this.models.refresh();
+    if (!(await this.openHashModel())) toast(t("No ready model {id}", { id }), "error");
+  }
+
+  // opens the model named in the address when it is ready; false when it is not (unknown, converting, failed)
+  async openHashModel(early = null) {
+    const model = this.models.models.find((m) => m.id === this.hashModelId());
+    if (!model || model.status !== "ready") return false;
+    await this.openModel(model.id, model.format === "dxf" ? null : early);
+    return true;
   }
 
   // the view of the open model: the 2D drawing of a DXF model, else the 3D view
@@ -108,8 +122,13 @@ class App {
     if (name in LAZY_PANELS && this.model) {
       const fresh = !this.panels[name];
       const panel = await this.panel(name);
-      if (fresh && name !== "chat") await panel.load();
+      // the chat (and its event stream) starts when its tab is first shown, then follows the open model
+      if (fresh) await (name === "chat" ? panel.open(this.model) : panel.load());
     }
+  }
+
+  tabShown(name) {
+    return document.querySelector(`[data-tab=${name}]`).classList.contains("active");
   }
 
   setState(text, kind = "") {
@@ -152,7 +171,8 @@ class App {
     this.models.render();
     await this.loadGeometry(model, loading);
     await this.properties.loadOverrides();
-    const loads = [this.issues.load(), this.panel("chat").then((chat) => chat.open(model))];
+    const loads = [this.issues.load()];
+    if (this.panels.chat || this.tabShown("chat")) loads.push(this.panel("chat").then((chat) => chat.open(model)));
     for (const name of ["script", "diff", "checks"]) if (this.panels[name]) loads.push(this.panels[name].then((panel) => panel.load()));
     await Promise.all(loads);
   }
@@ -168,6 +188,7 @@ class App {
 
   closeModel() {
     this.model = null;
+    if (this.hashModelId()) window.history.replaceState(null, "", window.location.pathname + window.location.search);
     this.onScreen = null;
     this.view3d.unload();
     this.drawing.unload();

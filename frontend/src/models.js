@@ -1,4 +1,5 @@
-// The model list: status, conversion progress (polled every 2 s while any model converts), retry, upload.
+// The model list: status, conversion progress (polled every 2 s while any model converts), retry, upload, delete
+// (to the trash).
 import { t } from "./i18n.js";
 import { guarded, h, replace, toast } from "./ui.js";
 
@@ -49,6 +50,8 @@ export class ModelList {
       progress && h("div", { class: "progress", title: `${progress.phase} ${progress.percent}%` },
         h("div", { class: "bar", style: `width:${progress.percent}%` }), h("span", {}, `${progress.phase} ${progress.percent}%`)),
       model.status === "failed" && h("div", { class: "error", "data-testid": "model-error" }, model.error),
+      h("button", { type: "button", class: "delete link", "data-testid": "delete-model", i18n: "Delete", i18nTitle: "Move this model to the trash",
+        onClick: () => this.remove(model) }),
       model.status === "failed" && h("button", { class: "retry", "data-testid": "retry", i18n: "Retry", onClick: () => this.retry(model.id) }),
     );
   }
@@ -58,9 +61,15 @@ export class ModelList {
     this.refresh();
   }
 
+  async remove(model) {
+    if (!window.confirm(t("Delete the model {name}? It goes to the trash with its issues and overrides.", { name: model.name }))) return;
+    if ((await guarded(() => this.app.api.delete(`/models/${model.id}`), "Deleting the model failed")) === undefined) return;
+    toast(t("{name} moved to the trash", { name: model.name }));
+    this.refresh();
+  }
+
   async upload(input) {
     const file = input.files[0];
-    input.closest("details").open = false;
     if (!file) return;
     const form = new FormData();
     form.append("file", file, file.name);

@@ -1,5 +1,5 @@
 // The object tree: xeokit's TreeViewPlugin by containment (site, building, storeys, spaces, elements), by IFC class
-// and by storey, with its visibility checkboxes; a search by name or GlobalId that reveals the node
+// and by storey, with its visibility checkboxes; a search by name, IFC class or GlobalId that reveals the node
 // (TreeViewPlugin.showNode); right-click on a node for the same menu as in the 3D view, on the node's subtree.
 // A tree is built the first time its tab is shown.
 import { ContextMenu, TreeViewPlugin } from "@xeokit/xeokit-sdk";
@@ -23,7 +23,7 @@ export class Navigator {
     this.tabs = h("div", { class: "tree-tabs", role: "tablist" },
       HIERARCHIES.map((hierarchy) => h("button", { type: "button", role: "tab", i18n: hierarchy.label, dataset: { hierarchy: hierarchy.id, testid: `tree-tab-${hierarchy.id}` },
         onClick: () => this.showHierarchy(hierarchy.id) })));
-    this.search = h("input", { type: "search", class: "tree-search", i18nPlaceholder: "Search name or GlobalId", "data-testid": "tree-search",
+    this.search = h("input", { type: "search", class: "tree-search", i18nPlaceholder: "Search name, class or GlobalId", "data-testid": "tree-search",
       onInput: () => this.find(this.search.value) });
     this.results = h("ul", { class: "tree-results", "data-testid": "tree-results", hidden: true });
     this.containers = new Map(HIERARCHIES.map((hierarchy) => [hierarchy.id, h("div", { class: "tree", dataset: { testid: `tree-${hierarchy.id}` }, hidden: true })]));
@@ -93,9 +93,11 @@ export class Navigator {
     if (tree && !this.clicking) tree.showNode(id);
   }
 
-  // matches by name (any part, any case) or GlobalId (from the start); at most MAX_RESULTS listed
+  // matches by name (any part, any case), IFC class (all of it, with or without "Ifc": "door" finds the IfcDoor
+  // elements) or GlobalId (from the start); at most MAX_RESULTS listed
   find(query) {
     const text = query.trim().toLowerCase();
+    const ifcClass = text.startsWith("ifc") ? text : `ifc${text}`;
     if (!text) {
       this.results.hidden = true;
       this.results.replaceChildren();
@@ -103,7 +105,7 @@ export class Navigator {
     }
     const matches = [];
     for (const meta of Object.values(this.view.viewer.metaScene.metaObjects)) {
-      if ((meta.name || "").toLowerCase().includes(text) || meta.id.toLowerCase().startsWith(text)) matches.push(meta);
+      if ((meta.name || "").toLowerCase().includes(text) || (meta.type || "").toLowerCase() === ifcClass || meta.id.toLowerCase().startsWith(text)) matches.push(meta);
       if (matches.length > MAX_RESULTS) break;
     }
     this.results.hidden = false;

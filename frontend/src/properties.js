@@ -1,4 +1,5 @@
-// The picked element: its class, name, property sets, and the whitelisted overrides, editable.
+// The picked element: its class, name, property sets, and the whitelisted overrides, editable. The property table
+// shows the overridden values, marked, with the model's own value beside them.
 import { t } from "./i18n.js";
 import { guarded, h, replace, toast } from "./ui.js";
 
@@ -13,6 +14,13 @@ function ifcValue(meta, field) {
   return "";
 }
 
+// an overridden value in the property table: the override, marked, and the model's own value struck through
+function overriddenCell(value, original) {
+  const own = String(original ?? "");
+  return h("td", { class: "overridden-value", "data-testid": "overridden-value", i18nTitle: "Overridden: the model itself has the struck-through value" },
+    h("span", { class: "overridden", i18n: "override" }), " ", value, " ", h("del", { class: "original", "data-testid": "original-value" }, own || "—"));
+}
+
 export class PropertiesPanel {
   constructor(app) {
     this.app = app;
@@ -23,6 +31,7 @@ export class PropertiesPanel {
 
   async loadOverrides() {
     this.overrides = (await guarded(() => this.app.api.get(`/models/${this.app.model.id}/overrides`), "Loading overrides failed")) || {};
+    this.show(this.meta); // an element picked while they loaded
   }
 
   show(meta) {
@@ -32,6 +41,8 @@ export class PropertiesPanel {
       return;
     }
     const overrides = this.overrides[meta.id] || {};
+    const overridden = OVERRIDE_FIELDS.filter((field) => overrides[field] !== undefined);
+    const cell = (name, value) => (overrides[name] !== undefined ? overriddenCell(overrides[name], value) : h("td", {}, String(value ?? "")));
     const fields = OVERRIDE_FIELDS.map((field) => h("label", { class: "field" }, field,
       h("input", { name: field, value: overrides[field] ?? "", placeholder: ifcValue(meta, field), dataset: { testid: `override-${field}` } }),
       overrides[field] !== undefined && h("span", { class: "overridden", i18n: "override" })));
@@ -40,8 +51,10 @@ export class PropertiesPanel {
       h("p", { class: "meta" }, `${meta.type} · ${meta.id}`),
       h("form", { class: "overrides", onSubmit: (event) => { event.preventDefault(); this.save(event.target); } },
         h("h4", { i18n: "Overrides" }), fields, h("button", { "data-testid": "save-overrides", i18n: "Save overrides" })),
+      overridden.length > 0 && h("details", { class: "pset", open: true, "data-testid": "overridden-properties" }, h("summary", { i18n: "Overridden properties" }),
+        h("table", {}, overridden.map((field) => h("tr", {}, h("th", {}, field), cell(field, ifcValue(meta, field)))))),
       (meta.propertySets || []).map((set) => h("details", { class: "pset" }, h("summary", {}, set.name),
-        h("table", {}, (set.properties || []).map((p) => h("tr", {}, h("th", {}, p.name), h("td", {}, String(p.value ?? "")))))))
+        h("table", {}, (set.properties || []).map((p) => h("tr", {}, h("th", {}, p.name), cell(p.name, p.value))))))
     );
   }
 
