@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from edit_service.engine.scripts import PARAMS_NAME, script_hash
+from edit_service.engine.scripts import PARAMS_NAME, parse, script_hash
 
 FACTORY = "create_entity"
 PARAMS_READERS = {PARAMS_NAME, "params"}
@@ -57,7 +57,7 @@ def factory_calls(script: str) -> dict[tuple[int, int], tuple[ast.Call, bool]]:
         for child in ast.iter_child_nodes(node):
             visit(child, in_loop or isinstance(node, LOOPS))
 
-    visit(ast.parse(script), False)
+    visit(parse(script), False)  # under the lock, see scripts.AST_LOCK
     return found
 
 

@@ -7,12 +7,19 @@ import difflib
 import hashlib
 import json
 import math
+import threading
 
 import libcst as cst
 
 from edit_service.engine.errors import Invalid
 
 PARAMS_NAME = "PARAMS"
+# CPython before 3.11.8 keeps the recursion depth of ast's C constructor in per-interpreter state (gh-106905): when a
+# garbage collection runs Python code in the middle of one thread's ast.parse and another thread parses meanwhile,
+# one of them fails with "SystemError: AST constructor recursion depth mismatch". The service runs each request in a
+# thread of its own, so these functions run in the single-threaded children of core.script_analysis (analysis.py);
+# every text parse of this package also takes this lock, so a call in a threaded process stays safe.
+AST_LOCK = threading.Lock()
 
 
 def script_hash(script: str) -> str:
@@ -41,11 +48,18 @@ def check_contract(script: str) -> dict:
 
 def parse(script: str) -> ast.Module:
     try:
-        return ast.parse(script)
+        with AST_LOCK:
+            return ast.parse(script)
     except SyntaxError as exc:
         raise Invalid(f"the script has a syntax error at line {exc.lineno}: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise Invalid("the script is nested too deeply to be read") from None
+
+
+def literal_text(text: str):
+    """ast.literal_eval of source text (it parses the text first)."""
+    with AST_LOCK:
+        return ast.literal_eval(text)
 
 
 def _json_problem(value, path: str) -> str | None:
@@ -123,11 +137,11 @@ class _ParamsRewriter(cst.CSTTransformer):
         for element in updated.value.elements:
             if not isinstance(element, cst.DictElement) or not isinstance(element.key, cst.SimpleString):
                 raise Invalid(f"{PARAMS_NAME} keys must be plain string literals")
-            key = ast.literal_eval(element.key.value)
+            key = literal_text(element.key.value)
             seen.add(key)
             if key not in self.new_params:
                 continue
-            old_value = ast.literal_eval(cst.Module([]).code_for_node(element.value))
+            old_value = literal_text(cst.Module([]).code_for_node(element.value))
             if old_value != self.new_params[key] or type(old_value) is not type(self.new_params[key]):
                 element = element.with_changes(value=cst.parse_expression(python_literal(self.new_params[key])))
             elements.append(element)
