@@ -1,7 +1,9 @@
 """Field-by-field diff of two states of the plan files, by JSON path, with old and new values (deepdiff).
 
 Lists whose items all carry a unique `id` are compared by id, not by position: a room inserted at the front is one
-added room, not every room changed. Paths read like $.rooms[R101].area (ids in brackets) or $.storeys[0].name."""
+added room, not every room changed. Paths read like $.rooms[R101].area (ids in brackets) or $.storeys[0].name.
+Numbers within TOLERANCE of each other are equal: outlines and areas computed by a tool carry float noise, which is
+no edit."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from deepdiff import DeepDiff
 from deepdiff.helper import NotPresent
 
 ID_KEY = "\x00id:"  # marks a dict key that came from an item id
+TOLERANCE = 1e-6  # a micrometre (or square micrometre): far below any value a plan states
 
 
 def _by_id(value):
@@ -51,7 +54,8 @@ def diff_documents(old: dict | None, new: dict | None) -> list[dict]:
         if old == new:
             return []
         return [{"path": "$", "kind": "added" if old is None else "removed", "old": old, "new": new}]
-    tree = DeepDiff(_by_id(old), _by_id(new), view="tree", threshold_to_diff_deeper=0, ignore_numeric_type_changes=True, verbose_level=2)
+    tree = DeepDiff(_by_id(old), _by_id(new), view="tree", threshold_to_diff_deeper=0, ignore_numeric_type_changes=True, verbose_level=2,
+                    math_epsilon=TOLERANCE)
     changes = []
     for report, levels in tree.items():
         for level in levels:

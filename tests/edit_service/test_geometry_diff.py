@@ -170,3 +170,46 @@ def test_versions_without_geometry_and_no_sandbox_give_no_false_change(editor, d
     assert diff["changed"] == []  # geometry unknown: neither a crash nor a change
     # nothing computed with unknown geometry is cached: with the sandbox back, the geometry shows
     check_width_change(editor.semantic_diff("v1", "v2"))
+
+
+# --- where geometry is the content: drawings (DXF) and plans -------------------------------------------------------
+
+DRAWING = (Path(__file__).resolve().parents[2] / "models_app" / "skeletons" / "cad_drawing.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    sandbox = Sandbox(SandboxLimits(wall_seconds=60))
+
+    def snapshot_of(length: float) -> dict:
+        from edit_service.engine.kinds import DXF
+        from edit_service.engine.scripts import read_params
+
+        folder = tmp_path_factory.mktemp("drawing")
+        dxf, _, _ = sandbox.build(DRAWING, {**read_params(DRAWING), "length": length}, folder, DXF)
+        return sandbox.inspect(folder, dxf, kind=DXF)
+
+    return snapshot_of
+
+
+def test_a_drawing_diff_reports_a_millimetre_and_ignores_float_noise(drawn):
+    base = drawn(8.0)
+    assert diff_snapshots(base, drawn(8.0)) == {"added": [], "removed": [], "changed": []}
+    assert diff_snapshots(base, drawn(8.0 + 1e-12)) == {"added": [], "removed": [], "changed": []}  # rounded to 1e-9
+    moved = diff_snapshots(base, drawn(8.001))
+    # the east wall moves, the south and north walls and the centred label change: geometry is the drawing's content
+    assert sorted(item["guid"] for item in moved["changed"]) == ["label-room", "wall-east", "wall-north", "wall-south"]
+    east = next(item for item in moved["changed"] if item["guid"] == "wall-east")
+    assert {change["field"] for change in east["changes"]} == {"start", "end"}
+
+
+def test_a_plan_diff_reports_geometry_edits_within_its_tolerance():
+    from plans_app.diff import diff_documents
+
+    room = {"id": "R101", "area": 24.0, "outline": [[0, 0], [6, 0], [6, 4], [0, 4]]}
+    # a tool's float noise (here below a micrometre, deepdiff alone reports what exceeds its 1e-15-ish) is no edit
+    noisy = {**room, "area": 24.0000000001, "outline": [[0, 0], [6.0000000001, 0], [6, 4], [0, 4]]}
+    assert diff_documents({"rooms": [room]}, {"rooms": [noisy]}) == []
+    widened = {**room, "area": 24.004, "outline": [[0, 0], [6.001, 0], [6.001, 4], [0, 4]]}
+    assert [change["path"] for change in diff_documents({"rooms": [room]}, {"rooms": [widened]})] == [
+        "$.rooms[R101].area", "$.rooms[R101].outline[1][0]", "$.rooms[R101].outline[2][0]"]
