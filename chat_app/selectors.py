@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db.models import Q
 
 from chat_app.models import ChatSession
@@ -25,3 +26,8 @@ def session_overview(session_id: str) -> dict:
     if session.model is not None:
         overview["model"] = {"id": session.model.id, "name": session.model.name, "status": session.model.status, "error": session.model.error}
     return overview
+
+
+def language_model_configured() -> bool:
+    """A language model is configured (llmAPIKey); without one the chat runs the offline model (agent/scripted.py)."""
+    return bool(settings.VIEWER.llmAPIKey)

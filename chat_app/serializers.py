@@ -1,6 +1,7 @@
 from rest_framework import serializers
 
 from chat_app.models import ChatSession
+from chat_app.selectors import language_model_configured
 from models_app.models import Project
 from models_app.serializers import ProjectSerializer  # noqa: F401 - the chat's project routes answer it
 from api.fields import StrictCharField
@@ -24,6 +25,10 @@ class ChatSessionSerializer(serializers.Serializer):
     projectId = serializers.SerializerMethodField()
     title = serializers.CharField()
     createdAt = serializers.DateTimeField(source="created_at")
+    languageModel = serializers.SerializerMethodField(help_text="false: no language model is configured (llmAPIKey), and the chat only says how to set one")
+
+    def get_languageModel(self, session: ChatSession) -> bool:
+        return language_model_configured()
 
     def get_modelId(self, session: ChatSession) -> str:
         """The bound model, unless it is in the trash (the binding comes back with it on restore)."""

@@ -1,10 +1,11 @@
 """What a turn runs with: the configured language model (the offline scripted one when llmAPIKey is empty) and
-the tools of the session."""
+the tools of the session (the offline one also gets the demonstration's own tool, demo_tools.py)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 
+from chat_app.agent.demo_tools import offline_tools
 from chat_app.agent.llm import OpenAICompatibleModel, describe_provider_error
 from chat_app.agent.loop import TurnContext
 from chat_app.agent.prompts import prompt
@@ -12,17 +13,18 @@ from chat_app.agent.registry import all_tools
 from chat_app.agent.scripted import ScriptedModel
 from chat_app.agent.tools import Tool
 from chat_app.models import ChatSession
+from chat_app.selectors import language_model_configured
 
 
 def language_model():
-    config = settings.VIEWER
-    if not config.llmAPIKey:
+    if not language_model_configured():
         return ScriptedModel()
+    config = settings.VIEWER
     return OpenAICompatibleModel(api_key=config.llmAPIKey, base_url=config.llmBaseURL, model=config.llmModel)
 
 
-def main_tools() -> dict[str, Tool]:
-    return all_tools()
+def main_tools(*, offline: bool = False) -> dict[str, Tool]:
+    return {**all_tools(), **offline_tools()} if offline else all_tools()
 
 
 def context_note(session: ChatSession) -> str:
@@ -37,12 +39,13 @@ def context_note(session: ChatSession) -> str:
 def turn_context(turn) -> TurnContext:
     session = ChatSession.objects.select_related("project").get(pk=turn.session_id)
     note = context_note(session)
+    llm = language_model()
     return TurnContext(
         session_id=session.id,
         turn_id=turn.id,
         user_message_id=turn.user_message_id,
-        llm=language_model(),
-        tools=main_tools(),
+        llm=llm,
+        tools=main_tools(offline=isinstance(llm, ScriptedModel)),
         model_id=session.model_id,
         project_id=session.project_id,
         project_kind=session.project.kind if session.project else None,

@@ -1,15 +1,20 @@
-"""The offline model (empty llmAPIKey): a deterministic walkthrough that drives the real tools, so a new user sees the
-whole loop without a provider. For each message it:
+"""The offline model (empty llmAPIKey). It answers a message with a plain note, and calls no tool: no language model
+is configured, how an administrator sets one, and that nothing was changed.
 
-1. reads the session (session_info);
-2. in a cad or cad->ifc project without its model(s), creates them (init_model: the user is asked for permission);
-3. reads the model's PARAMS (get_params) and stages one visible change (set_params: one more storey, a longer
-   drawing, ...);
-4. builds it in the sandbox (run_script: the viewer shows the preview);
-5. saves it (save_version: the user is asked for permission; "reject" leaves the change staged).
+One message asks for something else: the demonstration, asked for by name. A message that is just "demo" or "run
+the demo" (any case; spaces around it and a final "." or "!" do not count) drives the real tools, on a copy of the
+session's model, never on the model itself:
+
+1. reads the session (session_info); the demonstration needs a session of an ifc project bound to its model, and
+   elsewhere it says so and stops;
+2. copies the model (demo_copy, demo_tools.py: a new model of the project built from the model's current script;
+   the user is asked for permission);
+3. reads the copy's PARAMS (get_params) and stages one visible change on it (set_params: one more storey, ...);
+4. builds it in the sandbox (run_script: the viewer shows the copy's preview);
+5. saves the copy (save_version: the user is asked for permission; "reject" leaves the copy's change staged).
 
 Every decision is read from the conversation of the current turn (the calls made and their results), so the same
-conversation always gives the same next step. It gives no real replies."""
+conversation always gives the same next step."""
 
 from __future__ import annotations
 
@@ -24,8 +29,22 @@ from chat_app.agent.chunks import Finish, TextDelta, ToolCallDelta, Usage
 # pause between streamed pieces, so the stream looks like one (VIEWER_OFFLINE_PIECE_SECONDS slows it for demos)
 PIECE_DELAY_SECONDS = float(os.environ.get("VIEWER_OFFLINE_PIECE_SECONDS") or 0.03)
 ERROR_PREFIX = "Error: "
-# the visible change the walkthrough stages: the first of these PARAMS it finds, and by how much it grows
+DEMO_REQUESTS = ("demo", "run the demo")
+# the visible change the demonstration stages: the first of these PARAMS it finds, and by how much it grows
 VISIBLE_CHANGES = (("storeys", 1), ("length", 2.0), ("wall_height", 0.5))
+
+OFFLINE_NOTE = (
+    "**No language model is configured**, so this chat cannot answer questions or act on them, and nothing was "
+    "changed. An administrator sets one in `server_config.json`: `llmAPIKey` (the provider's key), `llmBaseURL` "
+    "(an OpenAI-compatible endpoint, e.g. `https://api.openai.com/v1`; empty for OpenAI itself) and `llmModel`, then "
+    "restarts the gateway (see Operations › Configuration in the documentation).\n\n"
+    "To see the agent's tools at work without one, send **demo**: it works on a copy of this project's model and "
+    "asks before it creates or saves anything."
+)
+DEMO_INTRO = ("Offline demonstration (no language model is configured). I work on a copy of this session's model, "
+              "never on the model itself: copy it, stage a visible change on the copy, build it, and ask you before saving. ")
+DEMO_NEEDS_IFC_PROJECT = ("The demonstration copies the model of an ifc project, and this session has none, so it ends "
+                          "here and nothing was changed. Open the chat of an ifc project (New project) and send **demo** there.")
 
 
 def _pieces(text: str) -> list[str]:
@@ -39,8 +58,13 @@ def _json(text: str):
         return None
 
 
+def is_demo_request(text: str) -> bool:
+    """The message asks for the demonstration by name (see the module's doc)."""
+    return text.strip().rstrip(".!").strip().lower() in DEMO_REQUESTS
+
+
 def visible_change(params: dict) -> tuple[str, object, object] | None:
-    """(key, old, new) of the change the walkthrough stages: a known size grows, else the first number."""
+    """(key, old, new) of the change the demonstration stages: a known size grows, else the first number."""
     numeric = [k for k, v in params.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
     for key, step in VISIBLE_CHANGES:
         if key in numeric:
@@ -48,17 +72,45 @@ def visible_change(params: dict) -> tuple[str, object, object] | None:
     return (numeric[0], params[numeric[0]], params[numeric[0]] + 1) if numeric else None
 
 
-def _missing_model(info: dict, created: int) -> bool:
-    """A cad project needs its drawing, a cad->ifc project its drawing and its IFC model."""
-    kind = (info.get("project") or {}).get("kind")
-    formats = [m.get("format") for m in info.get("models", [])]
-    needed = {"cad": 1, "cad->ifc": 2}.get(kind, 0)
-    return len(formats) + created < needed
+def demonstration_step(done: list[tuple[str, str]]) -> tuple[str, tuple[str, dict] | None]:
+    """(what to say, the next call or None) after the demonstration's calls so far, (tool, result) in order."""
+    if not done:
+        return DEMO_INTRO, ("session_info", {})
+    tool, result = done[-1]
+    if result.startswith(ERROR_PREFIX):
+        return f"{tool} did not go through: {result[len(ERROR_PREFIX):]} That ends the demonstration.", None
+    if tool == "session_info":
+        info = _json(result) or {}
+        if (info.get("project") or {}).get("kind") != "ifc" or not info.get("model"):
+            return DEMO_NEEDS_IFC_PROJECT, None
+        return f"First a copy of {info['model'].get('name', 'the model')} to work on. ", ("demo_copy", {})
+    copy = next(((_json(output) or {}).get("modelId") for name, output in done if name == "demo_copy"), None)
+    on_copy = {"modelId": copy}
+    if tool == "demo_copy":
+        return f"The copy is {copy}. Its build script's parameters: ", ("get_params", on_copy)
+    if tool == "get_params":
+        params = _json(result) or {}
+        change = visible_change(params)
+        if change is None:
+            return "The build script has no number to change, so the demonstration ends here.", None
+        key, old, new = change
+        return f"I stage one visible change on the copy: {key} {old} -> {new}. ", (
+            "set_params", {**on_copy, "params": {**params, key: new}, "note": f"offline demo: {key} {old} -> {new}"})
+    if tool == "set_params":
+        return "Now the sandbox builds the copy's staged script. ", ("run_script", on_copy)
+    if tool == "run_script":
+        summary = next((line for line in result.splitlines() if line.startswith("Staging diff summary")), "")
+        return f"Built. {summary} Saving it makes a new version of the copy: you decide. ", ("save_version", {**on_copy, "note": "offline demo"})
+    if tool == "save_version":
+        version = (_json(result) or {}).get("version", "")
+        return (f"Saved the copy's {version}. That was the whole loop: change, build, look, save; your own model is as "
+                "it was. Configure llmAPIKey, llmBaseURL and llmModel for a real assistant."), None
+    return "Done.", None
 
 
 class ScriptedModel:
     provider_id = "offline"
-    model_id = "walkthrough"
+    model_id = "offline"
 
     def __init__(self, piece_delay: float | None = None):
         self.piece_delay = PIECE_DELAY_SECONDS if piece_delay is None else piece_delay
@@ -68,44 +120,14 @@ class ScriptedModel:
             await asyncio.sleep(self.piece_delay)
             yield TextDelta(piece)
 
-    def _next(self, user_text: str, done: list[tuple[str, str]]) -> tuple[str, tuple[str, dict] | None]:
-        """(what to say, the next call or None) after the calls of this turn so far, (tool, result) in order."""
-        if not done:
-            return (f"Offline walkthrough (no language model is configured: llmAPIKey is empty), in reply to “{user_text[:80]}”. "
-                    "I will show the whole loop with the real tools: read the session, stage a visible change, build it, and ask you before saving. "), ("session_info", {})
-        tool, result = done[-1]
-        info = _json(done[0][1]) or {}
-        if result.startswith(ERROR_PREFIX):
-            return f"{tool} did not go through: {result[len(ERROR_PREFIX):]} That ends the walkthrough.", None
-        created = sum(1 for name, _ in done if name == "init_model")
-        if tool in ("session_info", "init_model") and _missing_model(info, created):
-            return "This project has no model for it yet, so I create it from its skeleton. ", ("init_model", {})
-        if tool in ("session_info", "init_model"):
-            if tool == "session_info" and not info.get("model"):
-                return "This session has no model to work on, so the walkthrough ends here. Create a project to see the whole loop.", None
-            return "First the build script's parameters. ", ("get_params", {})
-        if tool == "get_params":
-            params = _json(result) or {}
-            change = visible_change(params)
-            if change is None:
-                return "The build script has no number to change, so the walkthrough ends here.", None
-            key, old, new = change
-            return f"I stage one visible change: {key} {old} -> {new}. ", ("set_params", {"params": {**params, key: new}, "note": f"offline walkthrough: {key} {old} -> {new}"})
-        if tool == "set_params":
-            return "Now the sandbox builds the staged script. ", ("run_script", {})
-        if tool == "run_script":
-            summary = next((line for line in result.splitlines() if line.startswith("Staging diff summary")), "")
-            return f"Built. {summary} Saving it makes a new version: you decide. ", ("save_version", {"note": "offline walkthrough"})
-        if tool == "save_version":
-            version = (_json(result) or {}).get("version", "")
-            return f"Saved {version}. That was the whole loop: change, build, look, save. Configure llmAPIKey, llmBaseURL and llmModel for a real assistant.", None
-        return "Done.", None
-
     async def stream(self, messages: list[dict], tools: list[dict]) -> AsyncIterator:
         user_index = max(i for i, m in enumerate(messages) if m["role"] == "user")
         calls = {call["id"]: call["function"]["name"] for m in messages[user_index:] if m["role"] == "assistant" for call in m.get("tool_calls") or []}
         done = [(calls.get(m["tool_call_id"], ""), m["content"]) for m in messages[user_index:] if m["role"] == "tool"]
-        text, call = self._next(messages[user_index]["content"], done)
+        if is_demo_request(messages[user_index]["content"] or ""):
+            text, call = demonstration_step(done)
+        else:
+            text, call = OFFLINE_NOTE, None
         async for delta in self._say(text):
             yield delta
         if call is not None:

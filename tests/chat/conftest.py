@@ -3,5 +3,5 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def fast_offline_model(monkeypatch):
-    """The offline walkthrough streams its words without pauses here."""
+    """The offline model streams its words without pauses here."""
     monkeypatch.setattr("chat_app.agent.scripted.PIECE_DELAY_SECONDS", 0)

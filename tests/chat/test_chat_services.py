@@ -1,6 +1,7 @@
 """The chat's use cases in one process: turns run to completion inside the call (no server loop), so every frame
-and record can be checked right after. The language model is the offline walkthrough; no edit service runs, so the
-walkthrough stops where it would build (the permission request of init_model in a cad project)."""
+and record can be checked right after. The language model is the offline one: an ordinary message gets the note that
+no language model is configured; "demo" starts the demonstration, which asks for permission to copy the model of
+an ifc project (demo_copy). No edit service runs, so a permitted copy fails."""
 
 import json
 
@@ -9,7 +10,7 @@ from asgiref.sync import async_to_sync
 
 from chat_app import events, lifecycle, services
 from chat_app.agent.element_tools import storeys_by_id
-from chat_app.agent.scripted import ScriptedModel, visible_change
+from chat_app.agent.scripted import OFFLINE_NOTE, ScriptedModel, visible_change
 from chat_app.models import ChatSession, Message, PendingQuestion, SessionEvent, Turn
 from core.errors import Invalid, NotFound, Upstream
 from models_app import project_services
@@ -22,14 +23,18 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
 
 @pytest.fixture
 def session(viewer_config):
-    viewer_config(editServiceURL=f"http://127.0.0.1:{free_port()}")  # nothing listens: a build fails at once
-    project = project_services.project_create(title="Plan", kind="cad")
+    """The session of an ifc project with its model (a record and a folder: nothing can build it here)."""
+    viewer_config(editServiceURL=f"http://127.0.0.1:{free_port()}")  # nothing listens: a call fails at once
+    project = Project.objects.create(title="Plan", kind="ifc")
+    model = IfcModel.objects.create(name="Plan.ifc", status="ready")
+    model_dir(model.id).mkdir()
+    project_services.project_add_model(project, model)
     return services.session_open(project_id=project.id)
 
 
 @pytest.fixture
 def lone_session():
-    """A session without project or model: the walkthrough reads it and ends."""
+    """A session without project or model."""
     return services.session_open(title="alone")
 
 
@@ -61,26 +66,35 @@ def answered(history, name, result):
     ]
 
 
-def test_the_offline_walkthrough_is_deterministic_and_drives_the_whole_loop():
-    history = [{"role": "user", "content": "show me"}]
+def test_the_offline_demonstration_is_deterministic_and_works_on_a_copy():
+    history = [{"role": "user", "content": " Run the demo. "}]
     assert collect(ScriptedModel(0), history) == collect(ScriptedModel(0), history)
     assert next_call(history) == ("session_info", {})
-    cad = json.dumps({"project": {"kind": "cad->ifc"}, "model": None, "models": []})
-    history = answered(history, "session_info", cad)
-    assert next_call(history) == ("init_model", {})
-    history = answered(history, "init_model", json.dumps({"modelId": "m_1"}))
-    assert next_call(history) == ("init_model", {})  # cad->ifc: the drawing, then the IFC model
-    history = answered(history, "init_model", json.dumps({"modelId": "m_2"}))
-    assert next_call(history) == ("get_params", {})
+    ifc = json.dumps({"project": {"kind": "ifc"}, "model": {"id": "m_1", "name": "Haus.ifc"}, "models": [{"id": "m_1"}]})
+    history = answered(history, "session_info", ifc)
+    assert next_call(history) == ("demo_copy", {})  # the session's model, copied
+    history = answered(history, "demo_copy", json.dumps({"modelId": "m_2", "copyOf": "m_1"}))
+    assert next_call(history) == ("get_params", {"modelId": "m_2"})  # from here on, the copy only
     history = answered(history, "get_params", json.dumps({"name": "x", "storeys": 1, "length": 10.0}))
-    assert next_call(history) == ("set_params", {"params": {"name": "x", "storeys": 2, "length": 10.0}, "note": "offline walkthrough: storeys 1 -> 2"})
+    assert next_call(history) == ("set_params", {"modelId": "m_2", "params": {"name": "x", "storeys": 2, "length": 10.0}, "note": "offline demo: storeys 1 -> 2"})
     history = answered(history, "set_params", "PARAMS staged")
-    assert next_call(history) == ("run_script", {})
+    assert next_call(history) == ("run_script", {"modelId": "m_2"})
     history = answered(history, "run_script", "Sandbox run succeeded\nStaging diff summary: elements added 6")
-    assert next_call(history) == ("save_version", {"note": "offline walkthrough"})
+    assert next_call(history) == ("save_version", {"modelId": "m_2", "note": "offline demo"})
     assert next_call(answered(history, "save_version", json.dumps({"version": "v2"}))) is None
     assert next_call(answered(history, "save_version", "Error: The user rejected this call.")) is None
     assert visible_change({"flag": True, "wall_height": 3.0}) == ("wall_height", 3.0, 3.5)
+    for elsewhere in ({"project": {"kind": "cad"}, "model": None}, {"project": None, "model": {"id": "m_1"}}):  # no ifc project's model to copy
+        assert next_call(answered([{"role": "user", "content": "demo"}], "session_info", json.dumps(elsewhere))) is None
+
+
+def test_only_the_demonstration_by_name_calls_a_tool():
+    for text in ("show me", "Make the walls thicker", "demo please", "what is the demo?", "demonstration", ""):
+        chunks = collect(ScriptedModel(0), [{"role": "user", "content": text}])
+        assert next_call([{"role": "user", "content": text}]) is None, text
+        assert "".join(c.text for c in chunks if type(c).__name__ == "TextDelta").split() == OFFLINE_NOTE.split()
+    for text in ("demo", "DEMO", "run the demo", "Run the demo!", "  demo.  "):
+        assert next_call([{"role": "user", "content": text}]) == ("session_info", {}), text
 
 
 def test_a_turn_is_recorded_in_order_and_ends_idle(lone_session):
@@ -94,10 +108,9 @@ def test_a_turn_is_recorded_in_order_and_ends_idle(lone_session):
     assert (session.status, session.last_seq) == ("idle", len(log))
     assert list(Turn.objects.values_list("state", "outcome")) == [("finished", "completed")]
     listed = services.messages_list(session.id)
-    assert [m["info"]["role"] for m in listed] == ["user", "assistant", "assistant"]
-    tool = next(p for p in listed[1]["parts"] if p["type"] == "tool")
-    assert tool["state"]["status"] == "completed" and tool["tool"] == "session_info"
-    assert "no model" in listed[2]["parts"][1]["text"]
+    assert [m["info"]["role"] for m in listed] == ["user", "assistant"]
+    assert not [p for p in listed[1]["parts"] if p["type"] == "tool"]
+    assert "No language model is configured" in listed[1]["parts"][1]["text"]
 
 
 def test_messages_are_taken_in_order(lone_session):
@@ -108,14 +121,14 @@ def test_messages_are_taken_in_order(lone_session):
 
 
 def test_a_message_taken_while_a_turn_waits_is_queued_and_listed_after_it(session):
-    services.message_post(session_id=session.id, text="create the drawing")  # waits for the permission of init_model
+    services.message_post(session_id=session.id, text="demo")  # waits for the permission of demo_copy
     question = PendingQuestion.objects.get(session=session)
     # taken while the turn waits for its answer: it comes instead of the answer
     services.message_post(session_id=session.id, text="never mind")
     question.refresh_from_db()
     assert question.state == "rejected"
     users = [m for m in services.messages_list(session.id) if m["info"]["role"] == "user"]
-    assert [m["parts"][0]["text"] for m in users] == ["create the drawing", "never mind"]
+    assert [m["parts"][0]["text"] for m in users] == ["demo", "never mind"]
     assert list(Turn.objects.order_by("id").values_list("outcome", flat=True))[:1] == ["interrupted"]
 
 
@@ -144,17 +157,17 @@ def test_opening_frames_replay_or_snapshot(lone_session):
     assert [f.event for f in fresh] == ["session.status"]
     for stale in ("999999", "-3", "abc", "9" * 5000, "1" * 19, "1.5", " ", "１２", "٣", "0x10", "1e3", "\x00"):
         snapshot, _ = events.opening_frames(session.id, stale)
-        assert [f.event for f in snapshot] == ["message", "message", "message", "session.status"], stale[:20]
+        assert [f.event for f in snapshot] == ["message", "message", "session.status"], stale[:20]
         assert all(f.seq == head for f in snapshot) and snapshot[0].data["resync"] is True
 
 
 def test_a_permission_request_waits_busy_and_a_rejection_reaches_the_model(session):
-    services.message_post(session_id=session.id, text="draw it")
+    services.message_post(session_id=session.id, text="demo")
     question = PendingQuestion.objects.get(session=session)
     turn = Turn.objects.get(session=session)
     assert (session.status, turn.state, turn.runner, question.state, question.kind) == ("busy", "waiting", "", "pending", "permission")
     frame = question.frame
-    assert frame["kind"] == "permission" and frame["permission"] == {"tool": "init_model", "input": {}}
+    assert frame["kind"] == "permission" and frame["permission"] == {"tool": "demo_copy", "input": {}}
     assert [o["label"] for o in frame["options"]] == ["once", "always", "reject"] and frame["custom"] is True
     assert frame["tool"]["callID"] and frame["tool"]["messageID"] and "subagentId" not in frame
     fresh, _ = events.opening_frames(session.id, None)
@@ -167,33 +180,33 @@ def test_a_permission_request_waits_busy_and_a_rejection_reaches_the_model(sessi
     assert services.question_answer(session_id=session.id, interrupt_id=question.interrupt_id, answer="reject: not today") == {"accepted": True}
     with pytest.raises(NotFound):
         services.question_answer(session_id=session.id, interrupt_id=question.interrupt_id, answer="once")
-    assert session.status == "idle" and IfcModel.objects.count() == 0
-    call = next(p for m in services.messages_list(session.id) for p in m["parts"] if p.get("tool") == "init_model")
+    assert session.status == "idle" and IfcModel.objects.count() == 1  # no copy
+    call = next(p for m in services.messages_list(session.id) for p in m["parts"] if p.get("tool") == "demo_copy")
     assert call["state"]["status"] == "error" and call["state"]["error"] == "The user rejected this call: not today"
     final = services.messages_list(session.id)[-1]["parts"]
     assert any(p["type"] == "text" and "not today" in p["text"] for p in final)  # the model read the reason
 
 
 def test_always_allows_the_tool_for_the_session(session):
-    services.message_post(session_id=session.id, text="draw it")
+    services.message_post(session_id=session.id, text="demo")
     question = PendingQuestion.objects.get(session=session)
     services.question_answer(session_id=session.id, interrupt_id=question.interrupt_id, answer="Always")
     session.refresh_from_db()
-    assert session.allowed_tools == ["init_model"]
-    call = next(p for m in services.messages_list(session.id) for p in m["parts"] if p.get("tool") == "init_model")
+    assert session.allowed_tools == ["demo_copy"]
+    call = next(p for m in services.messages_list(session.id) for p in m["parts"] if p.get("tool") == "demo_copy")
     assert call["state"]["status"] == "error" and "edit service" in call["state"]["error"]  # it ran (and failed: no edit service)
-    services.message_post(session_id=session.id, text="again")
-    assert PendingQuestion.objects.filter(session=session).count() == 1  # no second request for init_model
+    services.message_post(session_id=session.id, text="demo")
+    assert PendingQuestion.objects.filter(session=session).count() == 1  # no second request for demo_copy
 
 
 def test_abort_of_a_waiting_turn_and_of_an_idle_session(session):
     assert services.turn_abort(session.id) == {"aborted": False}
-    services.message_post(session_id=session.id, text="draw it")
+    services.message_post(session_id=session.id, text="demo")
     assert services.turn_abort(session.id) == {"aborted": True}
     assert PendingQuestion.objects.get(session=session).state == "rejected"
     assert session.status == "idle" and Turn.objects.get().outcome == "aborted"
     assert names(frames(session.id))[-2:] == ["session.status", "session.idle"]
-    asked = next(p for m in services.messages_list(session.id) for p in m["parts"] if p.get("tool") == "init_model")
+    asked = next(p for m in services.messages_list(session.id) for p in m["parts"] if p.get("tool") == "demo_copy")
     assert asked["state"]["error"] == "Tool execution aborted" and asked["state"]["metadata"] == {"interrupted": True}
 
 
@@ -243,7 +256,7 @@ def test_deleting_a_project_deletes_its_models_and_session(session):
     model_dir(model.id).mkdir()
     project_services.project_add_model(session.project, model)
     assert (model_dir(model.id) / "model.project").read_text() == session.project_id
-    services.message_post(session_id=session.id, text="hello")  # waits for a permission
+    services.message_post(session_id=session.id, text="demo")  # waits for a permission
     project_services.project_delete(session.project_id)
     assert not IfcModel.objects.filter(pk=model.id).exists() and not model_dir(model.id).exists()
     assert ChatSession.objects.count() == 0 and SessionEvent.objects.count() == 0 and Message.objects.count() == 0 and Turn.objects.count() == 0
