@@ -87,14 +87,16 @@ def test_upload_check_select_and_pin(page, checks_stack):
     page.click("[data-testid=check-pin]")
     counts = page.locator("[data-testid=check-pin-counts]")
     counts.wait_for()
-    assert counts.inner_text() == f"Issues: {len(every)} created, 0 reopened, 0 resolved, 0 unchanged"
+    failed = summary["failed"]  # one issue per failing specification, its failing elements selected by its viewpoint
+    assert counts.inner_text() == f"Issues: {failed} created, 0 reopened, 0 resolved, 0 unchanged"
     pinned = stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"]
-    assert {issue["entityId"] for issue in pinned} == set(every) and all(issue["title"].startswith("IDS: ") for issue in pinned)
+    assert len(pinned) == failed and all(issue["title"].startswith("IDS: ") for issue in pinned)
+    assert {c["ifc_guid"] for issue in pinned for vp in issue["viewpoints"] for c in vp["components"]["selection"]} == set(every)
     page.click("[data-tab=issues]")
     page.locator("[data-testid=issue-item]", has_text="IDS: Slabs have a material").wait_for()
     page.click("[data-tab=checks]")
     page.click("[data-testid=check-pin]")
-    page.locator("[data-testid=check-pin-counts]", has_text=f"0 created, 0 reopened, 0 resolved, {len(every)} unchanged").wait_for()
+    page.locator("[data-testid=check-pin-counts]", has_text=f"0 created, 0 reopened, 0 resolved, {failed} unchanged").wait_for()
     assert len(stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"]) == len(pinned)
     page.shot("pinned")
 
