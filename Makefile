@@ -70,6 +70,7 @@ bench: setup
 	$(PY) bench/review_api.py
 	$(PY) bench/sandbox.py
 	$(PY) bench/semantic_diff.py
+	$(PY) bench/diff_geometry.py
 	$(PY) bench/proxy.py
 	$(PY) bench/chat_stream.py
 	$(PY) bench/turn_overhead.py
