@@ -19,6 +19,7 @@ const POLL_MS = 1000;
 const ROWS_SHOWN = 200; // failure rows drawn at first per specification ("Show all" draws the rest)
 const IDS_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 const PIN_KINDS = ["created", "reopened", "resolved", "unchanged"];
+const SNAPSHOTS_MAX = 20; // new pinned issues given a snapshot of their viewpoint, per pin
 
 // the API's IDS file name for a file from disk: other characters become "_" (as the server does for uploads)
 export function idsName(fileName) {
@@ -377,7 +378,27 @@ export class ChecksPanel {
       h("ul", {}, PIN_KINDS.flatMap((kind) => pinned[kind].map((entry) => h("li", { class: kind, dataset: { issueId: entry.issueId } },
         `${t(kind)}: ${entry.issueId} · ${entry.specification}${entry.guid ? ` · ${entry.guid}` : entry.elements ? ` · ${t("{count} element(s)", { count: entry.elements })}` : ""}`)))));
     this.pinResult.hidden = false;
-    return this.app.issues.load();
+    await this.app.issues.load();
+    return this.snapshotPinned(pinned.created);
+  }
+
+  // the server cannot render: each new issue's viewpoint gets the view it frames as its snapshot (the list's
+  // thumbnail), then the view the user had is put back
+  async snapshotPinned(entries) {
+    const view = this.app.view;
+    const panel = this.app.issues;
+    const issues = entries.slice(0, SNAPSHOTS_MAX).map((entry) => panel.issues.find((issue) => issue.id === entry.issueId))
+      .filter((issue) => issue && issue.viewpoints.length && !issue.viewpoints[0].snapshot);
+    if (!issues.length || !view.applyViewpoint || !view.viewpoint) return;
+    const before = view.viewpoint();
+    for (const issue of issues) {
+      const [first, ...others] = issue.viewpoints;
+      view.applyViewpoint(first);
+      await new Promise((resolve) => requestAnimationFrame(resolve));
+      const snapshot = { snapshot_type: "png", snapshot_data: view.snapshotDataURL() };
+      await panel.update(issue, { viewpoints: [{ ...first, snapshot }, ...others] }, "Saving the snapshot failed");
+    }
+    view.applyViewpoint(before);
   }
 
   // the report needs the token when one is set, which a plain link cannot send: then it is fetched and shown from memory

@@ -70,6 +70,12 @@ def test_pin_per_specification_open_and_fly_to_select_the_elements(page, pins_st
     assert sorted(c["ifc_guid"] for c in issue["viewpoints"][0]["components"]["selection"]) == guids and len(guids) > 1
     present = sorted(page.evaluate("(ids) => ids.filter((id) => viewerApp.view3d.has(id))", guids))
     assert len(present) > 1
+    # the web client gives each new issue the view its viewpoint frames as snapshot (the server cannot render)
+    page.locator("[data-testid=issue-item] img.thumb").nth(len(failing) - 1).wait_for(state="attached", timeout=30_000)
+    pinned = stack.api("GET", f"/api/v1/models/{model_id}/issues").json()["data"]
+    assert all(issue["screenshot"] and issue["viewpoints"][0]["snapshot"]["snapshot_type"] == "png" for issue in pinned)
+    snapshot = stack.api("GET", f"/v1/models/{model_id}/{next(i for i in pinned if i['title'] == issue['title'])['screenshot']}").content
+    assert snapshot.startswith(b"\x89PNG")
     page.shot("pinned")
 
     page.evaluate("viewerApp.view3d.select(null)")
