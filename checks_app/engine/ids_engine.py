@@ -136,6 +136,11 @@ class Restriction(ifctester_facet.Restriction):
 
     __hash__ = None
 
+    def __repr__(self):  # ifctester's sentences show a restriction by its repr: in words, not as a Python dict
+        return describe_value(self)
+
+    __str__ = __repr__
+
 
 class Attribute(ifctester_facet.Attribute):
     """An optional attribute requirement passes when the attribute is null."""

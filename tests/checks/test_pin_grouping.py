@@ -52,6 +52,9 @@ def test_one_issue_per_failing_specification_with_its_elements_in_a_framing_view
     (model_dir(model.id) / "element-bounds.json").write_text(json.dumps(bounds))  # what the conversion writes
     put_ids("fire.ids", fire_ids().replace(b"REI[0-9]+", PATTERN.encode()))
     check = start_check(model.id, {"ids": ["fire.ids"]})
+    (spec,) = check["result"]["specifications"]
+    assert spec["requirements"] == [f"FireRating data shall be matching the pattern {PATTERN} and in the dataset Pset_WallCommon"]
+    assert "{'" not in json.dumps(spec)  # ifctester's sentences name a restriction in words
 
     answer = pin(api, model.id, check["checkId"], author="anna")
     assert [(e["ids"], e["specification"], e["guid"], e["elements"]) for e in answer["created"]] == [("fire.ids", "Walls have a fire rating", "", 2)]
