@@ -4,7 +4,11 @@
 //
 // Everything updates by key: a message or part keeps its element across frames (an expanded tool card stays
 // expanded, a half-typed answer stays typed), and the list only follows new output while it is scrolled to the
-// bottom. A frame that cannot be read or handled is shown in the panel, not swallowed.
+// bottom. A frame that cannot be read or handled is shown in the panel, not swallowed, and so is a session or its
+// messages that could not be loaded (the panel says why instead of staying empty).
+//
+// Without a language model (the session's languageModel is false) the panel says so before anything is sent, with
+// how to configure one: the offline chat only answers with that note, or runs the demonstration on a copy.
 import FRAMES from "../../chat_app/frames.json"; // the frame names, shared with the gateway (chat_app/frames.py)
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
@@ -137,14 +141,31 @@ export class ChatPanel {
   }
 
   async open(model) {
-    const sessions = (await guarded(() => this.app.api.get("/chat/sessions"), "Loading chat sessions failed")) || [];
+    const sessions = await this.loading(() => this.app.api.get("/chat/sessions"), "Loading chat sessions failed");
+    if (!sessions) return;
     const session = sessions.find((s) => s.modelId === model.id) ||
-      (await guarded(() => this.app.api.post("/chat/sessions", { title: model.name, modelId: model.id }), "Opening the chat failed"));
-    await this.attach(session);
+      (await this.loading(() => this.app.api.post("/chat/sessions", { title: model.name, modelId: model.id }), "Opening the chat failed"));
+    if (session) await this.attach(session);
   }
 
   async openProject(projectId) {
-    await this.attach(await guarded(() => this.app.api.post("/chat/sessions", { projectId }), "Opening the chat failed"));
+    const session = await this.loading(() => this.app.api.post("/chat/sessions", { projectId }), "Opening the chat failed");
+    if (session) await this.attach(session);
+  }
+
+  // a request the panel's content depends on: its failure is shown in the panel (and as a toast), not an empty panel
+  async loading(action, label) {
+    try {
+      const result = await action();
+      this.loadError.hidden = true;
+      return result;
+    } catch (error) {
+      const text = `${t(label)}: ${errorText(error)}`;
+      setText(this.loadError, text);
+      this.loadError.hidden = false;
+      toast(text, "error");
+      return undefined;
+    }
   }
 
   async attach(session) {
@@ -157,6 +178,7 @@ export class ChatPanel {
     this.error = null;
     this.messageList.replaceChildren();
     this.session = session;
+    this.offlineNotice.hidden = !this.session || this.session.languageModel !== false;
     if (!this.session) return;
     // the stream first, so nothing published between the two reads is missed
     this.stream = new EventStream(this.app, this.session.chatSessionId, {
@@ -164,7 +186,7 @@ export class ChatPanel {
       onState: (state) => this.app.setStreamState(state),
       onFrameError: (frame, error) => this.frameError(frame, error),
     }).start();
-    const messages = (await guarded(() => this.app.api.get(`/chat/sessions/${this.session.chatSessionId}/messages`), "Loading messages failed")) || [];
+    const messages = (await this.loading(() => this.app.api.get(`/chat/sessions/${this.session.chatSessionId}/messages`), "Loading messages failed")) || [];
     for (const message of messages) this.upsert(message.info, message.parts);
     this.render();
   }
@@ -252,9 +274,14 @@ export class ChatPanel {
     this.questionList = h("div", { class: "questions" });
     this.errorList = h("div", { class: "frame-errors", "data-testid": "frame-errors" });
     this.turnError = h("div", { class: "chat-error", role: "alert", "data-testid": "chat-error", hidden: true });
+    this.loadError = h("div", { class: "chat-error", role: "alert", "data-testid": "chat-load-error", hidden: true });
+    this.offlineNotice = h("div", { class: "hint offline-notice", role: "note", "data-testid": "chat-offline-notice", hidden: true },
+      h("strong", { i18n: "No language model is configured." }), " ",
+      h("span", { i18n: "The chat cannot answer questions and changes nothing. An administrator sets llmAPIKey (with llmBaseURL and llmModel) in server_config.json and restarts the gateway; see Operations › Configuration in the documentation." }), " ",
+      h("span", { i18n: "Send “demo” to see the agent's tools work on a copy of the model." }));
     this.turnState = h("span", { class: "turn-state", "data-testid": "turn-state" });
     this.abortButton = h("button", { type: "button", onClick: () => this.abort(), "data-testid": "abort", i18n: "Abort" });
-    this.root.replaceChildren(this.messageList, this.subagentList, this.questionList, this.errorList, this.turnError,
+    this.root.replaceChildren(this.offlineNotice, this.loadError, this.messageList, this.subagentList, this.questionList, this.errorList, this.turnError,
       h("form", { class: "composer", onSubmit: (event) => { event.preventDefault(); this.send(event.target); } },
         h("textarea", { name: "text", rows: 2, i18nPlaceholder: "Ask the agent…", "data-testid": "chat-input" }),
         h("div", { class: "composer-actions" }, this.turnState, this.abortButton, h("button", { "data-testid": "send", i18n: "Send" }))));

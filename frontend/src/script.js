@@ -4,6 +4,9 @@
 //
 // Nothing typed is lost: a reload (the agent staged a step, a run finished) replaces the editor or the PARAMS only
 // while they hold no unsaved edits; otherwise it asks first and keeps the edits until told to drop them.
+//
+// A read that fails is said in the panel (script-load-error), never left as a missing PARAMS form or an empty
+// history: only a staging diff that is gone because the staging was saved or discarded meanwhile (a 4xx) is quiet.
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
 import { python } from "@codemirror/lang-python";
 import { bracketMatching, defaultHighlightStyle, indentOnInput, syntaxHighlighting } from "@codemirror/language";
@@ -13,7 +16,7 @@ import { EditorState } from "@codemirror/state";
 import { EditorView, drawSelection, highlightActiveLine, highlightActiveLineGutter, keymap, lineNumbers } from "@codemirror/view";
 import { renderDiffList } from "./diff.js";
 import { t } from "./i18n.js";
-import { errorText, guarded, h, replace, setText, toast } from "./ui.js";
+import { errorText, h, replace, setText, toast } from "./ui.js";
 
 // the innermost frame of the build script in a Python traceback (the sandbox runs it as .../script.py)
 const TRACEBACK_LINE = /File "[^"]*script\.py", line (\d+)/g;
@@ -52,6 +55,7 @@ export class ScriptPanel {
   layout() {
     const button = (label, testid, action, extra = {}) => h("button", { type: "button", i18n: label, "data-testid": testid, onClick: action, ...extra });
     this.stateLine = h("p", { class: "meta", "data-testid": "script-state" });
+    this.loadErrors = h("div", { class: "error load-error", role: "alert", "data-testid": "script-load-error", hidden: true });
     this.noScript = h("p", { class: "hint", "data-testid": "no-script", i18n: "This model has no build script (an uploaded IFC). Stage one below to take it over.", hidden: true });
     this.note = h("input", { i18nPlaceholder: "Note for the version", "data-testid": "save-note", class: "note" });
     this.buttons = {
@@ -80,7 +84,7 @@ export class ScriptPanel {
     this.versionList = h("ul", { class: "version-list", "data-testid": "version-list" });
     this.versionDiff = h("div", { class: "version-diff", "data-testid": "version-diff" });
     replace(this.root,
-      this.stateLine, this.noScript,
+      this.stateLine, this.loadErrors, this.noScript,
       h("div", { class: "toolbar" }, this.buttons.undo, this.buttons.redo, this.buttons.run, this.note, this.buttons.save, this.buttons.discard),
       this.conflict, this.errorBox, this.paramsBox, this.stagingBox,
       h("details", { class: "script-box", open: true }, h("summary", {}, h("span", { i18n: "Build script" }), " ", this.dirtyMark),
@@ -136,17 +140,33 @@ export class ScriptPanel {
       this.errorBox.hidden = true;
       this.versionDiff.replaceChildren();
     }
-    const state = await guarded(() => this.api("GET", "script"), "Loading the script failed");
-    if (!state || this.app.model.id !== modelId) return;
+    const failures = [];
+    const read = (tail, label, fallback, quiet = () => false) => this.api("GET", tail).catch((error) => {
+      if (!quiet(error)) failures.push(`${t(label)}: ${errorText(error)}`);
+      return fallback;
+    });
+    const state = await read("script", "Loading the script failed", null);
+    if (this.app.model.id !== modelId) return;
+    if (!state) {
+      this.showLoadErrors(failures);
+      return;
+    }
     const [params, diff, versions] = await Promise.all([
-      state.script ? this.api("GET", "script/params").catch(() => null) : null,
+      state.script ? read("script/params", "Reading PARAMS failed", null) : null,
       // the staging may be saved or discarded between the reads (the agent works meanwhile): then there is no diff
-      state.source === "staging" ? this.api("GET", "script/staging/diff?from=0").catch(() => null) : null,
-      this.api("GET", "scripts").catch(() => []),
+      state.source === "staging" ? read("script/staging/diff?from=0", "Loading the staged changes failed", null, (error) => error.status >= 400 && error.status < 500) : null,
+      read("scripts", "Loading the version history failed", []),
     ]);
+    if (this.app.model.id !== modelId) return;
+    this.showLoadErrors(failures);
     this.showState(state, diff);
     this.takeIncoming(state.script || "", params);
     this.showVersions(versions || []);
+  }
+
+  showLoadErrors(failures) {
+    replace(this.loadErrors, failures.map((text) => h("p", {}, text)));
+    this.loadErrors.hidden = !failures.length;
   }
 
   showState(state, diff) {
@@ -356,8 +376,13 @@ export class ScriptPanel {
   }
 
   async versionChanges(base, target) {
-    const diff = await guarded(() => this.app.api.post(`/models/${this.app.model.id}/edit/diff`, { base, target }), "Diff failed");
-    if (!diff) return;
+    let diff;
+    try {
+      diff = await this.app.api.post(`/models/${this.app.model.id}/edit/diff`, { base, target });
+    } catch (error) {
+      replace(this.versionDiff, h("p", { class: "error", role: "alert", "data-testid": "version-diff-error" }, `${t("Diff failed")}: ${errorText(error)}`));
+      return;
+    }
     replace(this.versionDiff, h("h5", {}, `${base} → ${target}`), renderDiffList(this.app, diff));
   }
 
