@@ -1,5 +1,6 @@
-"""Chat projects, sessions and the live event stream, on the real processes, driven by the offline walkthrough (in a
-cad project it first asks for permission to create the drawing; a session without a model just reads itself)."""
+"""Chat projects, sessions and the live event stream, on the real processes, driven by the offline model: an ordinary
+message gets its note that no language model is configured; "demo" in an ifc project's session first asks for
+permission to copy the model (demo_copy), then works on the copy."""
 
 import time
 
@@ -11,7 +12,7 @@ from tests.sse import SSEStream
 
 pytestmark = pytest.mark.e2e
 
-QUESTION = "Draw me a room"
+DEMO = "demo"
 
 
 def ok(response):
@@ -27,13 +28,13 @@ def chat_stack(tmp_path_factory):
     running.stop()
 
 
-def new_session(stack, kind="cad"):
+def new_session(stack, kind="ifc"):
     project = ok(stack.api("POST", "/api/v1/chat/projects", json={"kind": kind}))
     return project, ok(stack.api("POST", "/api/v1/chat/sessions", json={"projectId": project["projectId"], "title": "t"}))
 
 
 def lone_session(stack):
-    """A session without project or model: the walkthrough reads the session and ends, asking nothing."""
+    """A session without project or model: the offline model answers with its note, asking nothing."""
     return ok(stack.api("POST", "/api/v1/chat/sessions", json={"title": "alone", "modelId": ""}))
 
 
@@ -104,13 +105,12 @@ def test_a_message_streams_its_turn_in_order_ending_idle(chat_stack):
         names = turn_events(turn)
         assert names[:2] == ["session.status", "message"] and turn[0].data["status"] == "busy"
         assert names[-2:] == ["session.status", "session.idle"] and turn[-2].data["status"] == "idle" and turn[-1].data == {}
-        tool_states = [f.data["part"]["state"]["status"] for f in turn if f.event == "message.part.updated" and f.data["part"]["type"] == "tool"]
-        assert tool_states == ["pending", "pending", "running", "completed"]  # the second pending one carries the complete arguments
+        assert not [f for f in turn if f.event == "message.part.updated" and f.data["part"]["type"] == "tool"]  # no tool without being asked
         deltas = [f for f in turn if f.event == "message.part.delta"]
         text_parts = {f.data["part"]["id"]: f.data["part"] for f in turn if f.event == "message.part.updated" and f.data["part"]["type"] == "text"}
         for part_id, part in text_parts.items():
             assert "".join(d.data["delta"] for d in deltas if d.data["partID"] == part_id) == part["text"]
-        assert "Make the walls thicker" in list(text_parts.values())[0]["text"]
+        assert "No language model is configured" in list(text_parts.values())[0]["text"]
         deadline = time.monotonic() + 5
         while not sse.comments and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -118,7 +118,7 @@ def test_a_message_streams_its_turn_in_order_ending_idle(chat_stack):
     finally:
         sse.close()
     messages = ok(chat_stack.api("GET", f"/api/v1/chat/sessions/{cid}/messages"))
-    assert [m["info"]["role"] for m in messages] == ["user", "assistant", "assistant"]
+    assert [m["info"]["role"] for m in messages] == ["user", "assistant"]
     assert messages[0]["parts"][0]["text"] == "Make the walls thicker"
     assert all(m["info"]["sessionID"] == cid for m in messages)
 
@@ -155,7 +155,7 @@ def test_reconnect_with_last_event_id_replays_exactly_the_missed_frames(chat_sta
             try:
                 status = snapshot.wait_event("session.status")
                 resync = [f for f in snapshot.frames if f.event == "message"]
-                assert [f.data["info"]["role"] for f in resync] == ["user", "assistant", "assistant"]
+                assert [f.data["info"]["role"] for f in resync] == ["user", "assistant"]
                 assert resync[0].data["parts"][0]["text"] == "once more"
                 assert all(f.data["resync"] is True and f.id == status.id == head for f in resync)
                 assert status.data["status"] == "idle"
@@ -170,10 +170,10 @@ def test_a_permission_request_is_answered_and_the_turn_resumes(chat_stack):
     cid = session["chatSessionId"]
     sse = stream(chat_stack, cid)
     try:
-        ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": QUESTION}))
+        ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": DEMO}))
         ask = sse.wait_event("question.ask")
         assert ask.data["interruptId"].startswith("que_") and ask.data["kind"] == "permission"
-        assert ask.data["permission"] == {"tool": "init_model", "input": {}} and [o["label"] for o in ask.data["options"]] == ["once", "always", "reject"]
+        assert ask.data["permission"] == {"tool": "demo_copy", "input": {}} and [o["label"] for o in ask.data["options"]] == ["once", "always", "reject"]
         time.sleep(0.5)
         assert not [f for f in sse.frames if f.event == "session.idle"]  # the turn waits, busy
         # a reload meanwhile shows the pending question again
@@ -191,7 +191,7 @@ def test_a_permission_request_is_answered_and_the_turn_resumes(chat_stack):
         assert ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json=answer)) == {"accepted": True}
         assert ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/answer", json=answer)) == {"accepted": True}  # idempotent
         sse.wait_event("session.idle", after=ask.id)
-        tool = next(f.data["part"] for f in reversed(sse.frames) if f.event == "message.part.updated" and f.data["part"].get("tool") == "init_model")
+        tool = next(f.data["part"] for f in reversed(sse.frames) if f.event == "message.part.updated" and f.data["part"].get("tool") == "demo_copy")
         assert tool["state"]["status"] == "error" and tool["state"]["error"] == "The user rejected this call: not now"
         final_text = next(f.data["part"]["text"] for f in reversed(sse.frames) if f.event == "message.part.updated" and f.data["part"]["type"] == "text")
         assert "not now" in final_text
@@ -219,7 +219,7 @@ def test_abort_ends_the_turn_within_a_second(tmp_path):
             assert assistant["error"]["name"] == "MessageAbortedError" and assistant["time"]["completed"]
             assert ok(slow.api("POST", f"/api/v1/chat/sessions/{cid}/abort")) == {"aborted": False}
             # a permission request waiting for its answer is rejected by an abort
-            ok(slow.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "draw"}))
+            ok(slow.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": DEMO}))
             ask = sse.wait_event("question.ask", timeout=60)
             assert ok(slow.api("POST", f"/api/v1/chat/sessions/{cid}/abort")) == {"aborted": True}
             sse.wait_event("session.idle", after=ask.id, timeout=5)
@@ -239,7 +239,7 @@ def test_two_gateway_processes_share_sessions_over_redis(tmp_path):
         cid = session["chatSessionId"]
         sse = stream(redis_stack, cid, url=other_url)
         try:
-            ok(redis_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": QUESTION}))
+            ok(redis_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": DEMO}))
             ask = sse.wait_event("question.ask", timeout=60)
             # the answer goes to the other process, which resumes the turn
             ok(requests.post(f"{other_url}/api/v1/chat/sessions/{cid}/answer", json={"interruptId": ask.data["interruptId"], "answer": "reject"}, timeout=30))
@@ -258,37 +258,38 @@ def answer_when_asked(stack, cid, sse, after, answer="once"):
     return ask
 
 
-def test_the_offline_walkthrough_shows_the_whole_loop(chat_stack):
+def test_the_offline_demo_shows_the_whole_loop_on_a_copy(chat_stack):
     project, session = new_session(chat_stack, kind="ifc")
     cid, model_id = session["chatSessionId"], project["models"][0]
     chat_stack.wait_model(model_id)
     sse = stream(chat_stack, cid)
     try:
-        ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "show me"}))
-        ask = answer_when_asked(chat_stack, cid, sse, None)
+        ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": DEMO}))
+        first = answer_when_asked(chat_stack, cid, sse, None)
+        assert first.data["permission"]["tool"] == "demo_copy"
+        copy_id = sse.wait_event("model.created", timeout=120).data["modelId"]
+        ask = answer_when_asked(chat_stack, cid, sse, first.id)
         assert ask.data["permission"]["tool"] == "save_version"
         staged = sse.wait_event("viewer.staged")
-        assert staged.data["modelId"] == model_id and staged.data["semanticDiff"]["added"] > 0  # one more storey
+        assert staged.data["modelId"] == copy_id and staged.data["semanticDiff"]["added"] > 0  # one more storey, on the copy
         sse.wait_event("session.idle", after=ask.id, timeout=180)
-        assert sse.wait_event("viewer.committed").data["version"] == "v2"
+        assert sse.wait_event("viewer.committed").data == {"sessionID": cid, "modelId": copy_id, "kind": "ifc", "version": "v2"}
         tools = [f.data["part"]["tool"] for f in sse.frames if f.event == "message.part.updated" and f.data["part"].get("state", {}).get("status") == "completed"]
-        assert tools == ["session_info", "get_params", "set_params", "run_script", "save_version"]
-        assert ok(chat_stack.api("GET", f"/api/v1/models/{model_id}/script/params"))["storeys"] == 2
+        assert tools == ["session_info", "demo_copy", "get_params", "set_params", "run_script", "save_version"]
+        assert ok(chat_stack.api("GET", f"/api/v1/models/{copy_id}/script/params"))["storeys"] == 2
+        assert ok(chat_stack.api("GET", f"/api/v1/models/{model_id}/script/params"))["storeys"] == 1  # the model itself as it was
     finally:
         sse.close()
-    # a cad project: the walkthrough first creates the drawing (asking for permission), then the same loop
+    # a cad project has no ifc model to copy: the demonstration says so and changes nothing
     project, session = new_session(chat_stack, kind="cad")
     cid = session["chatSessionId"]
     sse = stream(chat_stack, cid)
     try:
-        ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "show me"}))
-        first = answer_when_asked(chat_stack, cid, sse, None)
-        assert first.data["permission"]["tool"] == "init_model"
-        created = sse.wait_event("model.created", timeout=120)
-        second = answer_when_asked(chat_stack, cid, sse, first.id)
-        assert second.data["permission"]["tool"] == "save_version"
-        sse.wait_event("session.idle", after=second.id, timeout=180)
-        assert sse.wait_event("viewer.committed").data == {"sessionID": cid, "modelId": created.data["modelId"], "kind": "dxf", "version": "v2"}
+        ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": DEMO}))
+        sse.wait_event("session.idle", timeout=60)
+        assert not [f for f in sse.frames if f.event in ("question.ask", "model.created")]
+        reopened = ok(chat_stack.api("POST", "/api/v1/chat/sessions", json={"projectId": project["projectId"]}))
+        assert reopened["modelId"] == ""
     finally:
         sse.close()
 
@@ -298,8 +299,8 @@ def test_deleting_a_project_leaves_no_file_or_row_behind(chat_stack):
     cid, model_id = session["chatSessionId"], project["models"][0]
     chat_stack.wait_model(model_id)
     sse = stream(chat_stack, cid)
-    ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": "hello"}))
-    sse.wait_event("question.ask", timeout=120)  # the walkthrough asks before saving: the project goes while it waits
+    ok(chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json={"text": DEMO}))
+    sse.wait_event("question.ask", timeout=120)  # the demo asks before it copies: the project goes while it waits
     sse.close()
     ok(chat_stack.api("POST", f"/api/v1/models/{model_id}/issues", files={"issue": (None, '{"title": "t"}')}))
     assert ok(chat_stack.api("DELETE", f"/api/v1/chat/projects/{project['projectId']}")) is None
@@ -351,7 +352,7 @@ def test_bad_requests_get_their_codes(chat_stack, method, path, body, status, co
 
 
 def test_bad_messages_and_answers_change_nothing(chat_stack):
-    _, session = new_session(chat_stack)
+    _, session = new_session(chat_stack, kind="cad")
     cid = session["chatSessionId"]
     for body in ({"text": ""}, {"text": "   "}, {}, {"text": 5}, {"txt": "x"}):
         response = chat_stack.api("POST", f"/api/v1/chat/sessions/{cid}/messages", json=body)
