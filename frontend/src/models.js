@@ -17,6 +17,9 @@ export class ModelList {
       const button = document.getElementById(id);
       button.addEventListener("click", () => { button.closest("details").open = false; this.newProject(button.dataset.kind); });
     }
+    // the "⋯" menu lies over the model list: a click anywhere else closes it
+    const more = document.querySelector(".panel-actions .more");
+    document.addEventListener("click", (event) => { if (more.open && !more.contains(event.target)) more.open = false; });
   }
 
   async refresh() {
