@@ -96,7 +96,7 @@ def _definitions(rel):
     return [definition]
 
 
-def snapshot(model, with_geometry: bool = True) -> dict:
+def snapshot(model, with_geometry: bool = True, geometry_seconds: float | None = None) -> dict:
     import ifcopenshell.ifcopenshell_wrapper as wrapper
 
     schema = wrapper.schema_by_name(model.schema_identifier if hasattr(model, "schema_identifier") else model.schema)
@@ -127,15 +127,22 @@ def snapshot(model, with_geometry: bool = True) -> dict:
         attributes.update(own_sets.get(element.id(), {}))
         result[element.GlobalId] = {"class": cls, "name": element.Name or "", "attributes": attributes}
     if with_geometry:
-        facts = geometry_facts(model)
+        facts, complete = geometry_facts(model, GEOMETRY_BUDGET_SECONDS if geometry_seconds is None else geometry_seconds)
         for guid, element in result.items():
-            element["geometry"] = facts.get(guid, {"placement": None, "shape": None})  # the project: none
+            if guid in facts:
+                element["geometry"] = facts[guid]
+            elif complete:  # the project, which has no placement; past the time budget an element stays unknown
+                element["geometry"] = {"placement": None, "shape": None}
     return result
 
 
 # --- geometry --------------------------------------------------------------------------------------------------
 
 DECIMALS = 6  # metres: a micrometre, far below any tolerance of the diff, so float noise of a rebuild rounds away
+# Seconds the geometry may take, well inside the inspection's CPU and wall limits (60 s by default): a model too big
+# to measure in time keeps the rest of its geometry unknown instead of failing the run that made it.
+GEOMETRY_BUDGET_SECONDS = 15.0
+THREADS = 4
 
 
 def _rounded(values) -> list:
@@ -178,22 +185,28 @@ def _iterator_settings(model):
     return settings
 
 
-def geometry_facts(model) -> dict:
-    """GlobalId -> {"placement": {"origin", "xAxis", "zAxis"} | None, "shape": {"min", "max", "volume",
-    "fingerprint"} | None} for every product: placement in world coordinates, shape in the element's own axes
-    (so a turn is not a resize), all in metres. Shapes come from one pass of the geometry iterator."""
+def geometry_facts(model, budget_seconds: float = GEOMETRY_BUDGET_SECONDS) -> tuple[dict, bool]:
+    """(GlobalId -> {"placement": {"origin", "xAxis", "zAxis"} | None, "shape": {"min", "max", "volume",
+    "fingerprint"} | None}, complete) for the products: placement in world coordinates, shape in the element's own
+    axes (so a turn is not a resize), all in metres. Shapes come from one pass of the geometry iterator; complete
+    is False when the time budget ran out first (the products not reached have no facts)."""
+    import time
+
     import ifcopenshell.geom
     import ifcopenshell.util.placement
     import ifcopenshell.util.unit
     import numpy as np
 
+    deadline = time.monotonic() + budget_seconds
     facts: dict[str, dict] = {}
     per_geometry: dict[str, dict] = {}  # shared representations (mapped items) are measured once
     products = model.by_type("IfcProduct")
     if products and any(p.Representation for p in products):
-        iterator = ifcopenshell.geom.iterator(_iterator_settings(model), model, max(1, min(os.cpu_count() or 1, 8)))
+        iterator = ifcopenshell.geom.iterator(_iterator_settings(model), model, max(1, min(os.cpu_count() or 1, THREADS)))
         if iterator.initialize():
             while True:
+                if time.monotonic() > deadline:
+                    return facts, False
                 shape = iterator.get()
                 matrix = np.array(shape.transformation.matrix, dtype=float).reshape(4, 4).T  # column-major
                 geometry = shape.geometry
@@ -215,4 +228,4 @@ def geometry_facts(model) -> dict:
             matrix[:3, 3] *= scale
             placement = _placement(matrix)
         facts[product.GlobalId] = {"placement": placement, "shape": None}
-    return facts
+    return facts, True

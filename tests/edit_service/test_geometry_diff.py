@@ -108,6 +108,24 @@ def test_a_snapshot_without_geometry_gives_no_false_change(built, base):
         assert diff_snapshots(old, new) == {"added": [], "removed": [], "changed": []}  # geometry unknown, not changed
 
 
+def test_past_the_geometry_time_budget_elements_stay_unknown(tmp_path):
+    import ifcopenshell
+
+    from edit_service.sandbox.snapshot import snapshot
+    from tests.helpers import sample
+
+    model = ifcopenshell.open(str(sample("IfcOpenHouse_IFC4.ifc")))
+    measured = snapshot(model)
+    element = next(e for e in model.by_type("IfcElement") if e.Representation and not e.ObjectPlacement.ReferencedByPlacements)
+    assert measured[element.GlobalId]["geometry"]["shape"]["volume"] > 0
+    element.ObjectPlacement.RelativePlacement.Location = model.createIfcCartesianPoint((5000.0, 0.0, 0.0))
+    moved = [item["guid"] for item in diff_snapshots(measured, snapshot(model))["changed"]]
+    assert element.GlobalId in moved
+    hurried = snapshot(model, geometry_seconds=0)  # a model too big to measure in the inspection's time
+    assert not any("geometry" in e for e in hurried.values())
+    assert diff_snapshots(measured, hurried)["changed"] == []
+
+
 def width_change_versions(editor: Editor) -> None:
     editor.stage(script=SKELETON)
     editor.save(note="8 m wide")
