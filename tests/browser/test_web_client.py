@@ -1,5 +1,6 @@
 """A reviewer's day in the browser: upload, open, pick, pin an issue with a screenshot, override a property, edit
-PARAMS and save, compare versions, chat with the offline agent; plus the token prompt and a failed conversion."""
+PARAMS and save, compare versions, chat without a language model (its notice, the demonstration on a copy); plus
+the token prompt and a failed conversion."""
 
 import base64
 import json
@@ -162,12 +163,22 @@ def test_edit_params_save_compare_and_chat(page, web_stack):
     page.shot("diff")
 
     page.click("[data-tab=chat]")
+    # no language model here: the panel says so before anything is sent, and a question gets the same note
+    page.locator("[data-testid=chat-offline-notice]").wait_for(timeout=30_000)
     page.fill("[data-testid=chat-input]", "Which fire rating do the walls have?")
     page.click("[data-testid=send]")
-    # the offline walkthrough: session_info, get_params, set_params, run_script, then save_version asks for permission
+    page.locator("[data-testid=message-assistant]", has_text="No language model is configured").wait_for(timeout=60_000)
+    page.locator("[data-testid=turn-state]", has_text="idle").wait_for()
+    assert page.locator("[data-testid=tool-card]").count() == 0
+    # the demonstration, asked for by name: on a copy of the model, asking before it copies and before it saves
+    page.fill("[data-testid=chat-input]", "demo")
+    page.click("[data-testid=send]")
     page.locator("[data-testid=tool-card][data-tool=session_info]").wait_for(timeout=30_000)
-    page.locator("[data-testid=tool-card][data-tool=run_script]").wait_for(timeout=120_000)
     card = page.locator("[data-testid=permission-card]")
+    card.wait_for(timeout=60_000)
+    assert "demo_copy" in card.inner_text()
+    card.locator("[data-testid=permission-once]").click()
+    page.locator("[data-testid=tool-card][data-tool=run_script]").wait_for(timeout=120_000)
     card.wait_for(timeout=60_000)
     assert "save_version" in card.inner_text()
     page.shot("question")
@@ -177,7 +188,10 @@ def test_edit_params_save_compare_and_chat(page, web_stack):
     assert page.locator("[data-testid=permission-card]").count() == 0
     model_id = model_item(page, "Browser house.ifc").get_attribute("data-model-id")
     versions = web_stack.api("GET", f"/api/v1/models/{model_id}/edit/versions").json()["data"]["versions"]
-    assert [v["version"] for v in versions] == ["v1", "v2", "v3"]  # the walkthrough's change, saved once allowed
+    assert [v["version"] for v in versions] == ["v1", "v2"]  # the model itself as it was
+    copy_id = model_item(page, "Browser house (demo copy).ifc").get_attribute("data-model-id")
+    copied = web_stack.api("GET", f"/api/v1/models/{copy_id}/edit/versions").json()["data"]["versions"]
+    assert [v["version"] for v in copied] == ["v1", "v2"]  # the copy, and the demonstration's change saved on it
     page.shot("answered")
 
 
