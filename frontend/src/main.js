@@ -118,13 +118,12 @@ class App {
 
   async showTab(name) {
     for (const tab of document.querySelectorAll("[data-tab]")) tab.classList.toggle("active", tab.dataset.tab === name);
+    // the chat (and its event stream) starts when its tab is first shown, then follows the open model; its panel
+    // shows once its session is there, so a message typed at once has somewhere to go
+    if (name === "chat" && this.model && !this.panels.chat) await (await this.panel("chat")).open(this.model);
+    if (!this.tabShown(name)) return; // another tab was chosen meanwhile
     for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== `tab-${name}`;
-    if (name in LAZY_PANELS && this.model) {
-      const fresh = !this.panels[name];
-      const panel = await this.panel(name);
-      // the chat (and its event stream) starts when its tab is first shown, then follows the open model
-      if (fresh) await (name === "chat" ? panel.open(this.model) : panel.load());
-    }
+    if (name in LAZY_PANELS && name !== "chat" && this.model && !this.panels[name]) await (await this.panel(name)).load();
   }
 
   tabShown(name) {
