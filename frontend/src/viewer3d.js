@@ -7,9 +7,10 @@
 // (a second model of the same loader) when the current one lacks them.
 import {
   BCFViewpointsPlugin, ContextMenu, DistanceMeasurementsMouseControl, DistanceMeasurementsPlugin, NavCubePlugin, PointerLens,
-  SectionPlanesPlugin, StoreyViewsPlugin, Viewer, XKTDefaultDataSource, XKTLoaderPlugin,
+  SectionPlanesPlugin, StoreyViewsPlugin, Viewer, XKTDefaultDataSource, XKTLoaderPlugin, math,
 } from "@xeokit/xeokit-sdk";
 import { t } from "./i18n.js";
+import { errorText, toast } from "./ui.js";
 
 export const DIFF_COLOURS = { added: [0.1, 0.75, 0.2], removed: [0.9, 0.15, 0.1], changed: [1.0, 0.55, 0.0] };
 const FIT_SECONDS = 0.5;
@@ -27,6 +28,7 @@ export class ModelView {
     this.onPick = onPick;
     this.viewer = new Viewer({ canvasId, transparent: false, saoEnabled: false, dtxEnabled: true });
     const scene = this.viewer.scene;
+    this.viewer.camera.perspective.fovAxis = "y"; // BCF 3.0's FieldOfView is the vertical angle, whatever the canvas's shape
     scene.canvas.backgroundColor = [0.93, 0.94, 0.96];
     Object.assign(scene.xrayMaterial, { fill: true, fillAlpha: 0.08, fillColor: [0.45, 0.5, 0.55], edges: true, edgeAlpha: 0.25, edgeColor: [0.3, 0.35, 0.4] });
     // xeokit's data source adds a time stamp query to every URL by default, which defeats the HTTP cache
@@ -46,12 +48,20 @@ export class ModelView {
     this.measurements = new DistanceMeasurementsPlugin(this.viewer);
     this.measureControl = new DistanceMeasurementsMouseControl(this.measurements, { pointerLens: new PointerLens(this.viewer), snapping: true });
     this.storeyViews = new StoreyViewsPlugin(this.viewer);
+    const centredPicks = new WeakSet();
     this.bcf = new BCFViewpointsPlugin(this.viewer, { originatingSystem: "Model review", authoringTool: "Model review web client" });
     this.viewer.cameraControl.on("picked", (result) => {
+      // xeokit pivots about a surface pick's worldPos after this event (setPivotPos: a TypeError without one); a
+      // pick of what cannot report a surface position (a Mesh on VBO geometry) has none: it pivots about the picked
+      // object's centre then, which is no surface to place a section plane on
+      if (result.entity && !result.worldPos) {
+        result.worldPos = math.getAABB3Center(result.entity.aabb);
+        centredPicks.add(result);
+      }
       if (this.mode === "select" && result.entity) this.select(result.entity.id, this.onPick);
     });
     this.viewer.cameraControl.on("pickedNothing", () => { if (this.mode === "select") this.select(null, this.onPick); });
-    this.viewer.cameraControl.on("pickedSurface", (result) => { if (this.mode === "section") this.addSectionPlane(result.worldPos, result.worldNormal); });
+    this.viewer.cameraControl.on("pickedSurface", (result) => { if (this.mode === "section" && !centredPicks.has(result)) this.addSectionPlane(result.worldPos, result.worldNormal); });
     this.objectMenu = new ContextMenu({ items: this.objectMenuItems(), enabled: true });
     this.viewer.cameraControl.on("rightClick", (event) => {
       const hit = this.viewer.scene.pick({ canvasPos: event.canvasPos, pickSurface: true });
@@ -61,6 +71,23 @@ export class ModelView {
       event.event.preventDefault();
     });
     document.addEventListener("keydown", (event) => this.key(event));
+    this.takeFocusOnClick();
+    this.reportErrors();
+  }
+
+  // A click on the model takes the focus from a field (the canvas is focusable), so that the view's keys act on the
+  // view instead of typing into the field; xeokit's own mouse handling keeps the browser from moving the focus.
+  takeFocusOnClick() {
+    const canvas = this.viewer.scene.canvas.canvas;
+    canvas.tabIndex = -1;
+    canvas.addEventListener("pointerdown", () => canvas.focus({ preventScroll: true }), { capture: true });
+  }
+
+  // Errors of the viewer are shown, not only logged: those xeokit reports (the scene's "error" event) and those
+  // thrown in its input handlers and timers, which reach the window uncaught (the bundle cannot tell them from others)
+  reportErrors() {
+    this.viewer.scene.on("error", (message) => toast(t("The 3D view failed: {error}", { error: message }), "error"));
+    window.addEventListener("error", (event) => toast(errorText(event.error || event.message), "error"));
   }
 
   on(listener) {
@@ -404,6 +431,8 @@ export class ModelView {
     const viewpoint = this.bcf.getViewpoint({
       snapshot: false, spacesVisible: spaces.some((id) => scene.objects[id] && scene.objects[id].visible), reverseClippingPlanes: CLIPPING_REVERSED,
     });
+    if (viewpoint.orthogonal_camera) viewpoint.orthogonal_camera.view_to_world_scale = this.viewer.camera.ortho.scale / Math.max(1, this.aspectRatio());
+    for (const camera of [viewpoint.perspective_camera, viewpoint.orthogonal_camera]) if (camera) camera.aspect_ratio = this.aspectRatio();
     const exchangeable = (components) => (components || []).filter((c) => IFC_GUID.test(c.ifc_guid || "") || c.authoring_tool_id);
     const components = viewpoint.components;
     components.selection = exchangeable(components.selection);
@@ -430,10 +459,36 @@ export class ModelView {
     scene.setObjectsSelected(scene.selectedObjectIds, false);
     const bitmaps = (viewpoint.bitmaps || []).map((bitmap) => ({ ...bitmap, bitmap_data: bitmap.bitmap_data || bitmap.bitmap_url }));
     this.bcf.setViewpoint({ ...viewpoint, bitmaps }, { immediate: true, updateCompositeObjects: true, reverseClippingPlanes: CLIPPING_REVERSED });
+    if (viewpoint.orthogonal_camera) this.viewer.camera.ortho.scale = viewpoint.orthogonal_camera.view_to_world_scale * Math.max(1, this.aspectRatio());
+    this.showRequestedSpaces(viewpoint.components);
     const selected = this.selectedIds();
     this.picked = selected[0] || null;
     if (this.onPick) this.onPick(this.picked ? this.metaObject(this.picked) : null);
     this.emit({ type: "sections" });
+  }
+
+  // width / height of the canvas. BCF 3.0's view_to_world_scale is the view's visible height (metres); xeokit's
+  // Ortho scale is the visible extent along the canvas's longer side: scale = height * max(1, aspect ratio)
+  aspectRatio() {
+    const [, , width, height] = this.viewer.scene.canvas.boundary;
+    return width / height;
+  }
+
+  // The spaces a viewpoint asks for show: those it names (visible exceptions of a hidden-by-default view, or
+  // selected), although its view setup hints hide spaces in general (buildingSMART's single_visible_space), and
+  // with SpacesVisible every space but the hidden exceptions. xeokit's setViewpoint hides them all in the first case.
+  showRequestedSpaces(components) {
+    if (!components) return;
+    const spaces = this.viewer.metaScene.getObjectIDsByType("IfcSpace");
+    const visibility = components.visibility || {};
+    const idsOf = (list) => (list || []).map((component) => component.ifc_guid || component.authoring_tool_id);
+    let ids = [...(visibility.default_visibility ? [] : idsOf(visibility.exceptions)), ...idsOf(components.selection)];
+    if ((visibility.view_setup_hints || {}).spaces_visible) {
+      const hidden = new Set(visibility.default_visibility ? idsOf(visibility.exceptions) : []);
+      ids = spaces.filter((id) => !hidden.has(id));
+    }
+    const wanted = new Set(spaces);
+    this.viewer.scene.setObjectsVisible(ids.filter((id) => wanted.has(id)), true); // the space, not what it contains
   }
 
   // several objects selected at once (e.g. the failing elements of a check); returns the ids the view has
