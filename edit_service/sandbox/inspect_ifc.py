@@ -4,7 +4,8 @@
 
 Exit 3 with the validation errors on stderr when the IFC is not valid. The snapshot maps each element's GlobalId to
 {"class", "name", "attributes": {attr: value}} with direct non-reference attributes and PsetName.attribute values
-of property and quantity sets (no geometry, no entity references); see edit_service/engine/semantic_diff.py.
+of property and quantity sets (no entity references), and the geometry facts the diff compares (world placement,
+body size, volume, shape fingerprint); see edit_service/sandbox/snapshot.py and edit_service/engine/semantic_diff.py.
 """
 
 import json

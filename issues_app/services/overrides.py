@@ -3,6 +3,8 @@ entries of a saved version. Turning the overrides into script edits is issues_ap
 
 from __future__ import annotations
 
+import json
+
 from django.db import transaction
 
 from core.errors import Invalid
@@ -68,6 +70,8 @@ def _as_text(value) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, (dict, list)):  # a geometry change's placement or shape facts
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
     return str(value)
 
 

@@ -59,23 +59,25 @@ def test_stage_run_save_diff_rollback_through_the_gateway(stack):
     params = ok(stack.api("GET", f"{base}/script/params"))
     ok(stack.api("PUT", f"{base}/script", json={"params": {**params, "fire_rating": "F90", "length": 12.0}}))
     v2 = ok(stack.api("POST", f"{base}/script/save", json={"note": "F90", "author": "ana", "provenance": {"source": "UI"}}))
-    assert v2["version"] == "v2" and v2["semanticDiff"] == {"added": 0, "removed": 0, "changed": 4}
+    # four walls F30 -> F90; length 12 also resizes the long walls and the slab and moves the east wall by 2 m
+    assert v2["version"] == "v2" and v2["semanticDiff"] == {"added": 0, "removed": 0, "changed": 6}
     wait_converted(stack, model_id)
 
     changes = ok(stack.api("GET", f"{base}/changes"))
-    assert len(changes) == 4
-    assert {(c["field"], c["oldValue"], c["newValue"], c["operation"], c["author"]) for c in changes} == {("Pset_WallCommon.FireRating", "F30", "F90", "update", "ana")}
-    assert {c["entityId"] for c in changes} == {guid_for(k) for k in ("wall-south", "wall-north", "wall-west", "wall-east")}
+    fire_ratings = [c for c in changes if c["field"] == "Pset_WallCommon.FireRating"]
+    assert {(c["oldValue"], c["newValue"], c["operation"], c["author"]) for c in fire_ratings} == {("F30", "F90", "update", "ana")}
+    assert {c["entityId"] for c in fire_ratings} == {guid_for(k) for k in ("wall-south", "wall-north", "wall-west", "wall-east")}
+    assert {c["field"] for c in changes} == {"Pset_WallCommon.FireRating", "placement", "shape"}
 
     diff = ok(stack.api("POST", f"{base}/edit/diff", json={"base": "v1", "target": "v2"}))
-    assert len(diff["changed"]) == 4 and diff["added"] == [] and diff["removed"] == []
+    assert len(diff["changed"]) == 6 and diff["added"] == [] and diff["removed"] == []
     script_diff = ok(stack.api("POST", f"{base}/script/diff", json={"base": "v1", "target": "v2"}))
     assert set(script_diff["params"]["changed"]) == {"fire_rating", "length"}
     versions = ok(stack.api("GET", f"{base}/edit/versions"))
     assert [v["version"] for v in versions["versions"]] == ["v1", "v2"] and versions["current"] == "v2"
 
     rolled = ok(stack.api("POST", f"{base}/script/rollback", json={"version": "v1"}))
-    assert rolled["rolledBackTo"] == "v1" and rolled["semanticDiff"]["changed"] == 4
+    assert rolled["rolledBackTo"] == "v1" and rolled["semanticDiff"]["changed"] == 6
     wait_converted(stack, model_id)
     assert xkt_ids(stack, model_id) == {guid_for(key) for key in HOUSE_KEYS_WITH_GEOMETRY}
     assert ok(stack.api("GET", f"{base}/script/params"))["fire_rating"] == "F30"
