@@ -302,3 +302,5 @@ class BcfImportResultSerializer(serializers.Serializer):
     imported = BcfImportedTopicSerializer(many=True)
     updated = BcfUpdatedTopicSerializer(many=True, help_text="known topics that changed after their issue")
     skipped = BcfSkippedTopicSerializer(many=True)
+    warnings = serializers.ListField(child=serializers.CharField(),
+                                     help_text="archive-wide warnings, e.g. an archive made for another model")

@@ -339,6 +339,7 @@ export class IssuesPanel {
     if (!report) return;
     const counts = { imported: report.imported.length, updated: report.updated.length, skipped: report.skipped.length };
     toast(t("Imported {imported} issue(s), updated {updated}, skipped {skipped}", counts));
+    for (const warning of report.warnings || []) toast(warning, "error");
     this.showBcfReport(file.name, report, counts);
     await this.load();
   }
@@ -352,10 +353,11 @@ export class IssuesPanel {
       h("ul", {},
         report.imported.map((topic) => entry("imported", topic, topic.notes.join("; "))),
         report.updated.map((topic) => entry("updated", topic, [...topic.changes, ...topic.notes].join("; "))),
+        (report.warnings || []).map((warning) => h("li", { class: "warning", dataset: { testid: "bcf-warning" } }, warning)),
         report.skipped.map((topic) => entry("skipped", topic, topic.reason))),
       h("button", { type: "button", class: "link", i18n: "Close", onClick: () => { this.bcfReport.hidden = true; } }));
     this.bcfReport.hidden = false;
-    this.bcfReport.open = counts.updated + counts.skipped > 0 || report.imported.some((topic) => topic.notes.length);
+    this.bcfReport.open = counts.updated + counts.skipped > 0 || (report.warnings || []).length > 0 || report.imported.some((topic) => topic.notes.length);
   }
 
   async remove(issue) {
