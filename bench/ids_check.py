@@ -2,6 +2,7 @@
 same IDS, in the same run, alternating, median of N.
 
     .venv/bin/python bench/ids_check.py [--repeat 3] [--storeys 20 --bays 6] [--ids FILE] [sample.ifc ...]
+    .venv/bin/python bench/ids_check.py --smoke     # the smallest sample and a 2-storey tower, once: seconds
 
 Default files: the larger samples of ../shared/ifc-samples (AC20-FZK-Haus.ifc, duplex.ifc) and a tower generated
 from edit_service/examples/tower.py (run plainly, not in the sandbox). Default IDS:
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,6 +29,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+# the runner reaches ConversionLimits through models_app's public surface, which loads Django's models
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "viewer_gateway.settings")
+import django  # noqa: E402
+
+django.setup()
 
 import ifcopenshell  # noqa: E402
 from ifctester import ids as ifctester_ids  # noqa: E402
@@ -38,6 +46,7 @@ from models_app.conversion.sandbox import ConversionLimits  # noqa: E402
 
 SAMPLES = ROOT.parent / "shared" / "ifc-samples"
 DEFAULT_SAMPLES = ("AC20-FZK-Haus.ifc", "duplex.ifc")
+SMOKE_SAMPLE = "IfcOpenHouse_IFC4.ifc"
 DEFAULT_IDS = ROOT / "checks_app" / "examples" / "review-basics.ids"
 
 
@@ -97,10 +106,14 @@ def main() -> None:
     parser.add_argument("--bays", type=int, default=6)
     parser.add_argument("--ids", type=Path, default=DEFAULT_IDS)
     parser.add_argument("samples", nargs="*", type=Path)
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_SAMPLE} and a 2-storey tower, once")
     args = parser.parse_args()
+    samples = DEFAULT_SAMPLES
+    if args.smoke:
+        samples, args.repeat, args.storeys, args.bays = (SMOKE_SAMPLE,), 1, 2, 2
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        files = args.samples or [SAMPLES / name for name in DEFAULT_SAMPLES if (SAMPLES / name).exists()] + [build_tower(folder, args.storeys, args.bays)]
+        files = args.samples or [SAMPLES / name for name in samples if (SAMPLES / name).exists()] + [build_tower(folder, args.storeys, args.bays)]
         specifications = len(ifctester_ids.open(str(args.ids)).specifications)
         for path in files:
             ours, anchor, anchor_validate, child = [], [], [], []

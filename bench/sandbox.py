@@ -2,6 +2,7 @@
 in the same run, alternating, median of N.
 
     .venv/bin/python bench/sandbox.py [--repeat 5] [--storeys 20 --bays 6]
+    .venv/bin/python bench/sandbox.py --smoke     # a 2-storey tower, once: seconds
 
 Prints JSON with both medians and the ratio sandbox/plain (target: overhead under 15%, ratio < 1.15).
 """
@@ -30,7 +31,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--storeys", type=int, default=20)
     parser.add_argument("--bays", type=int, default=6)
+    parser.add_argument("--smoke", action="store_true", help="a 2-storey tower, once")
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat, args.storeys, args.bays = 1, 2, 2
     script = (ROOT / "edit_service" / "examples" / "tower.py").read_text()
     params = {**read_params(script), "storeys": args.storeys, "bays_x": args.bays, "bays_y": args.bays}
     sandbox = Sandbox(SandboxLimits())
