@@ -4,6 +4,7 @@ edit_service/examples/tower.py (PARAMS storeys x bays scale them), plus one larg
 alone (the anchor would take far too long there).
 
     .venv/bin/python bench/conversion.py [--repeat 3] [--towers 10x4,40x12,70x20,100x30] [--large 200x73] [sample.ifc ...]
+    .venv/bin/python bench/conversion.py --smoke     # the smallest sample and two tiny towers, once: seconds
 
 Ours: one long-lived `python -m models_app.conversion.runner --serve` (a worker's conversion code, its zygote already
 warm as in a running worker), one conversion after the other; the anchor: `node convert2xkt.js -s IFC -o XKT`. The two
@@ -11,7 +12,7 @@ alternate per file. Time is wall time; memory is the peak, sampled every 20 ms, 
 (proportional set size: pages shared between processes, like the zygote's and its forked child's, counted once in
 total) and, for reference, as RSS. Files over --repeat-below MB run once each. Prints JSON per file (both ratios),
 a table of how time and memory grow with element count, and writes bench/results/conversion.json and
-bench/results/conversion-growth.png.
+bench/results/conversion-growth.png (--smoke: in a temporary folder, so a smoke run leaves the full run's results).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ CONVERT2XKT = ROOT / "converter" / "node_modules" / "@xeokit" / "xeokit-convert"
 TOWER = ROOT / "edit_service" / "examples" / "tower.py"
 RESULTS = ROOT / "bench" / "results"
 MB = 2**20
+SMOKE_SAMPLE = "IfcOpenHouse_IFC4.ifc"
 
 
 class TreeSampler:
@@ -128,10 +130,10 @@ def anchor(ifc: Path, out: Path) -> dict:
     return {"seconds": round(time.perf_counter() - started, 3), **sampler.figures()}
 
 
-def tower(storeys: int, bays: int) -> Path:
-    """tower.py built in the edit service's sandbox, kept under bench/results/towers/ for later runs."""
+def tower(storeys: int, bays: int, results: Path) -> Path:
+    """tower.py built in the edit service's sandbox, kept under results/towers/ for later runs."""
     script = TOWER.read_text()
-    path = RESULTS / "towers" / f"tower-{storeys}x{bays}-{hashlib.sha256(script.encode()).hexdigest()[:8]}.ifc"
+    path = results / "towers" / f"tower-{storeys}x{bays}-{hashlib.sha256(script.encode()).hexdigest()[:8]}.ifc"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         print(f"generating {path.name} ...", file=sys.stderr)
@@ -241,11 +243,21 @@ def main() -> None:
     parser.add_argument("--anchor-max-mb", type=float, default=32, help="larger files are converted by the pipeline alone")
     parser.add_argument("--large", default="", help="towers (storeys x bays) converted by the pipeline alone, e.g. 200x73 (~150 MB)")
     parser.add_argument("--memory-mb", type=int, default=ConversionLimits.memory_mb, help="the conversion memory cap")
+    parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_SAMPLE} and towers 1x2, 2x2, once, results in a temporary folder")
     args = parser.parse_args()
-    RESULTS.mkdir(parents=True, exist_ok=True)
+    if not args.smoke:
+        run(args, RESULTS)
+        return
+    args.samples, args.towers, args.large, args.repeat = [SAMPLES / SMOKE_SAMPLE], "1x2,2x2", "", 1
+    with tempfile.TemporaryDirectory(prefix="bench-conversion-") as tmp:
+        run(args, Path(tmp))
+
+
+def run(args: argparse.Namespace, results: Path) -> None:
+    results.mkdir(parents=True, exist_ok=True)
     files = {path.name: path for path in (args.samples if args.samples else sorted(SAMPLES.glob("*.ifc")))}
-    files |= {f"tower-{s}x{b}": tower(s, b) for s, b in parse_towers(args.towers)}
-    large = {f"tower-{s}x{b}": tower(s, b) for s, b in parse_towers(args.large)}
+    files |= {f"tower-{s}x{b}": tower(s, b, results) for s, b in parse_towers(args.towers)}
+    large = {f"tower-{s}x{b}": tower(s, b, results) for s, b in parse_towers(args.large)}
     pipeline = Pipeline(args.memory_mb)
     report = {
         "anchor": "xeokit-convert convert2xkt, IFC parsed directly (web-ifc)",
@@ -267,12 +279,12 @@ def main() -> None:
     finally:
         pipeline.close()
     report["growth"] = slopes(report["files"])
-    (RESULTS / "conversion.json").write_text(json.dumps(report, indent=2))
-    plotted = plot(report["files"], RESULTS / "conversion-growth.png")
+    (results / "conversion.json").write_text(json.dumps(report, indent=2))
+    plotted = plot(report["files"], results / "conversion-growth.png")
     print(json.dumps(report, indent=2))
     print(growth_table(report["files"]))
     print(f"growth per 1,000 elements: {json.dumps(report['growth'])}")
-    print(f"written: {RESULTS / 'conversion.json'}" + (f", {RESULTS / 'conversion-growth.png'}" if plotted else " (no towers, no plot)"))
+    print(f"written: {results / 'conversion.json'}" + (f", {results / 'conversion-growth.png'}" if plotted else " (no towers, no plot)"))
 
 
 if __name__ == "__main__":
