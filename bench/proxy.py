@@ -2,6 +2,7 @@
 alternating, one client (latency, not throughput).
 
     .venv/bin/python bench/proxy.py [--requests 300]
+    .venv/bin/python bench/proxy.py --smoke     # 5 requests per path: seconds
 
 Prints JSON with the median and p90 latency of both paths and the median overhead in ms (target < 5 ms).
 """
@@ -40,14 +41,17 @@ def summary(samples: list[float]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--smoke", action="store_true", help="5 requests per path")
     args = parser.parse_args()
+    if args.smoke:
+        args.requests = 5
     with tempfile.TemporaryDirectory(prefix="bench-proxy-") as tmp:
         stack = Stack(Path(tmp), workers=1).start()
         try:
             model_id = stack.api("POST", "/api/v1/models", files={"file": ("p.ifc", MINIMAL_IFC)}).json()["data"]["id"]
             script = (ROOT / "edit_service" / "examples" / "small_house.py").read_text()
-            stack.api("PUT", f"/api/v1/models/{model_id}/script", json={"script": script})
-            stack.api("POST", f"/api/v1/models/{model_id}/script/save", json={"note": "bench"})
+            stack.api("PUT", f"/api/v1/models/{model_id}/script", json={"script": script}).raise_for_status()
+            stack.api("POST", f"/api/v1/models/{model_id}/script/save", json={"note": "bench"}).raise_for_status()
             routes = {
                 "GET script": (f"{stack.url}/api/v1/models/{model_id}/script", f"{stack.edit_url}/models/{model_id}/script"),
                 "GET versions": (f"{stack.url}/api/v1/models/{model_id}/edit/versions", f"{stack.edit_url}/models/{model_id}/versions"),

@@ -1,10 +1,11 @@
 """Review API benchmark against the real server (Daphne gateway + workers, started as `make run` does).
 
     .venv/bin/python bench/review_api.py [--seconds 10] [--clients 32] [--issues 1000]
+    .venv/bin/python bench/review_api.py --smoke     # 2 clients, 1 s per route, 10 issues: seconds
 
 GET issues on a model with 1,000 issues and PUT properties, each under 32 concurrent clients, plus the anchor
 GET /api/v1/models/{id} (the lightest route through the same stack) measured in the same run. Prints JSON: requests
-per second, p50/p99 latency in ms, and the ratio of each figure to the anchor's.
+per second, p50/p99 latency in ms, and the ratio of each figure to the anchor's; exits non-zero if any request failed.
 """
 
 from __future__ import annotations
@@ -71,7 +72,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--issues", type=int, default=1000)
+    parser.add_argument("--smoke", action="store_true", help="2 clients, 1 s per route, 10 issues")
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.clients, args.issues = 1, 2, 10
 
     with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
         stack = Stack(Path(tmp)).start()
@@ -79,7 +83,7 @@ def main() -> None:
             model_id = stack.api("POST", "/api/v1/models", files={"file": ("bench.ifc", MINIMAL_IFC)}).json()["data"]["id"]
             issue = {"entityId": GUIDS[0], "entityName": "Wall", "entityType": "IfcWall", "comment": "bench", "camera": {"eye": [1, 2, 3], "look": [0, 0, 0], "up": [0, 0, 1]}}
             for index in range(args.issues):
-                stack.api("POST", f"/api/v1/models/{model_id}/issues", files={"issue": (None, json.dumps({**issue, "title": f"issue {index}"}))})
+                stack.api("POST", f"/api/v1/models/{model_id}/issues", files={"issue": (None, json.dumps({**issue, "title": f"issue {index}"}))}).raise_for_status()
             base = stack.url
 
             def get_issues(session, _):
@@ -106,6 +110,8 @@ def main() -> None:
         figures["rpsRatioToAnchor"] = round(figures["rps"] / anchor["rps"], 3)
         figures["p50RatioToAnchor"] = round(figures["p50ms"] / anchor["p50ms"], 3)
     print(json.dumps({"clients": args.clients, "seconds": args.seconds, "database": "SQLite (embedded default)", "results": results}, indent=2))
+    if any(figures["errors"] for figures in results.values()):
+        sys.exit("some requests failed (errors above)")
 
 
 if __name__ == "__main__":
