@@ -68,7 +68,7 @@ def test_the_language_switch_changes_and_remembers_the_ui_text(page, web_stack, 
     page.select_option("[data-testid=language]", "zh")
     assert page.locator("[data-tab=issues]").inner_text() == "问题"
     assert page.locator("[data-testid=fit-all]").inner_text() == "全部缩放"
-    assert page.locator("[data-testid=tree-search]").get_attribute("placeholder") == "按名称或 GlobalId 搜索"
+    assert page.locator("[data-testid=tree-search]").get_attribute("placeholder") == "按名称、类别或 GlobalId 搜索"
     assert page.evaluate("document.documentElement.lang") == "zh-CN"
     page.click("[data-tab=chat]")
     assert page.locator("[data-testid=send]").inner_text() == "发送"

@@ -49,7 +49,6 @@ def test_review_an_uploaded_model(page, web_stack):
     page.goto(web_stack.url + "/")
     page.locator("[data-testid=models-empty]").wait_for()
     page.shot("empty")
-    page.click("[data-testid=more-actions]")
     page.set_input_files("[data-testid=upload]", str(sample("duplex.ifc")))
     item = model_item(page, "duplex.ifc")
     item.locator(".progress, [data-testid=model-status]:has-text('ready')").first.wait_for(timeout=60_000)
