@@ -2,6 +2,7 @@
 against the local fake provider (tests/fake_openai.py), whose every reply waits --latency-ms before its first chunk.
 
     .venv/bin/python bench/turn_overhead.py [--turns 10] [--steps 3] [--latency-ms 150]
+    .venv/bin/python bench/turn_overhead.py --smoke     # one turn of 2 steps, 20 ms provider latency, one abort: seconds
 
 Each turn of a session without a model runs --steps model steps (a session_info call each, then a closing text).
 Measured per turn: the first frame after POST message (session.status busy, at an SSE client) and the per-step
@@ -113,7 +114,10 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10)
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--latency-ms", type=float, default=150)
+    parser.add_argument("--smoke", action="store_true", help="one turn of 2 steps, 20 ms provider latency, one abort")
     args = parser.parse_args()
+    if args.smoke:
+        args.turns, args.steps, args.latency_ms = 1, 2, 20
     latency = args.latency_ms / 1000
     fake = FakeOpenAI()
     try:
