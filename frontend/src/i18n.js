@@ -286,6 +286,23 @@ const ZH = {
   "{name} moved to the trash": "{name} 已移到回收站",
   "Overridden properties": "已覆盖的属性",
   "Overridden: the model itself has the struck-through value": "已覆盖：模型本身的值为划线值",
+  "IDS check of {ids}": "{ids} 的 IDS 检查",
+  "New issue on the current view (or pick an element first)": "基于当前视图新建问题（或先选择构件）",
+  "No language model is configured.": "未配置语言模型。",
+  "Pin {count} issues, one per failing element?": "固定 {count} 个问题，每个未通过的构件一个？",
+  "Pinned from an IDS check of {ids}": "固定自 {ids} 的 IDS 检查",
+  "Send “demo” to see the agent's tools work on a copy of the model.": "发送“demo”，可在模型副本上查看智能体工具的运行。",
+  "The 3D view failed: {error}": "三维视图出错：{error}",
+  "The chat cannot answer questions and changes nothing. An administrator sets llmAPIKey (with llmBaseURL and llmModel) in server_config.json and restarts the gateway; see Operations › Configuration in the documentation.": "对话无法回答问题，也不会做任何更改。管理员需在 server_config.json 中设置 llmAPIKey（以及 llmBaseURL 和 llmModel）并重启网关；参见文档的“运维 › 配置”。",
+  "moved {distance} m {direction}": "移动 {distance} m {direction}",
+  "none (about the view)": "无（针对视图）",
+  "one per element": "每个构件一个",
+  "one per specification": "每条规范一个",
+  "representation changed": "表示已更改",
+  "resized {sizes}": "尺寸变化 {sizes}",
+  "turned {degrees}° about {axis}": "绕 {axis} 旋转 {degrees}°",
+  "volume {old} → {new} m³": "体积 {old} → {new} m³",
+  "{count} element(s)": "{count} 个构件",
 };
 
 const STORAGE_KEY = "viewerLanguage";
