@@ -2,6 +2,7 @@
 clients split across them), on PostgreSQL + Redis, while turns stream from a local OpenAI-compatible provider.
 
     .venv/bin/python bench/scale_out.py [--clients 50] [--turns 5] [--pieces 200]
+    .venv/bin/python bench/scale_out.py --smoke     # 4 clients, one turn of 20 pieces: seconds
 
 Per configuration: first-frame latency (POST message -> the turn's session.status busy at each client; median and
 p95 over clients and turns) and frames per second delivered to all clients together while a turn streams, after one
@@ -62,7 +63,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--pieces", type=int, default=200, help="text pieces the provider streams per turn")
+    parser.add_argument("--smoke", action="store_true", help="4 clients, one turn of 20 pieces")
     args = parser.parse_args()
+    if args.smoke:
+        args.clients, args.turns, args.pieces = 4, 1, 20
     fake = FakeOpenAI()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp, temporary_database() as dsn:
