@@ -87,3 +87,10 @@ def poll(fetch: Callable[[], T], done: Callable[[T], bool], timeout: float = 300
         if time.monotonic() > deadline:
             raise TimeoutError(f"still {result!r} after {timeout} s")
         time.sleep(interval)
+
+
+def ok(response):
+    """The data of an envelope that says success (code 0); the whole body in the failure otherwise."""
+    body = response.json()
+    assert body["code"] == 0, body
+    return body["data"]

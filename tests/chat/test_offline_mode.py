@@ -9,14 +9,9 @@ import pytest
 
 from tests.e2e.stack import Stack
 from tests.sse import SSEStream
+from tests.helpers import ok
 
 pytestmark = pytest.mark.e2e
-
-
-def ok(response):
-    body = response.json()
-    assert body["code"] == 0, body
-    return body["data"]
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.stack import Stack
 from tests.fake_openai import FakeOpenAI, Reply
-from tests.helpers import poll
+from tests.helpers import ok, poll
 from tests.plans.test_plan_files import PLAN, SUPPLEMENT
 from tests.sse import SSEStream
 
@@ -28,12 +28,6 @@ def build(params, out_path):
     model = sl.new_model("slow")
     sl.save(model, out_path)
 '''
-
-
-def ok(response):
-    body = response.json()
-    assert body["code"] == 0, body
-    return body["data"]
 
 
 @pytest.fixture(scope="module")

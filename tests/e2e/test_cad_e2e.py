@@ -10,14 +10,9 @@ from edit_service.sandbox.script_lib import guid_for
 from tests.e2e.stack import Stack
 from tests.fake_openai import Reply
 from tests.sse import SSEStream
+from tests.helpers import ok
 
 pytestmark = pytest.mark.e2e
-
-
-def ok(response):
-    body = response.json()
-    assert body["code"] == 0, body
-    return body["data"]
 
 
 @pytest.fixture(scope="module")

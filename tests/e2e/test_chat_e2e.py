@@ -9,16 +9,11 @@ import requests
 
 from tests.e2e.stack import Stack, free_port
 from tests.sse import SSEStream
+from tests.helpers import ok
 
 pytestmark = pytest.mark.e2e
 
 DEMO = "demo"
-
-
-def ok(response):
-    body = response.json()
-    assert body["code"] == 0, body
-    return body["data"]
 
 
 @pytest.fixture(scope="module")

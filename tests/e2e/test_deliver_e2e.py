@@ -5,6 +5,7 @@ delivered building is recorded in one plan version; a failure writes nothing."""
 import pytest
 
 from tests.plans.test_plan_files import PLAN, SUPPLEMENT
+from tests.helpers import ok
 
 pytestmark = pytest.mark.e2e
 
@@ -13,12 +14,6 @@ TWO_STOREYS = {
     "storeys": [{"id": "S0", "name": "Ground floor", "elevation": 0.0, "height": 3.0}, {"id": "S1", "name": "First floor", "elevation": 3.0, "height": 3.0}],
     "rooms": [*PLAN["rooms"], {"id": "R201", "name": "Bedroom", "storey": "S1", "area": 14.0, "outline": [[0, 0], [4, 0], [4, 3.5], [0, 3.5]]}],
 }
-
-
-def ok(response):
-    body = response.json()
-    assert body["code"] == 0, body
-    return body["data"]
 
 
 @pytest.fixture

@@ -11,15 +11,9 @@ from core.limits import MEGABYTE, SCRIPT_BODY_BYTES
 from edit_service.sandbox.script_lib import guid_for
 from serving.daphne import LINGER_MAX_BYTES
 from tests.edit_service.conftest import example
-from tests.helpers import MINIMAL_IFC, poll
+from tests.helpers import MINIMAL_IFC, ok, poll
 
 pytestmark = pytest.mark.e2e
-
-
-def ok(response):
-    body = response.json()
-    assert body["code"] == 0, body
-    return body["data"]
 
 
 def raw_request(stack, head: str, body: bytes = b"", timeout: float = 60) -> tuple[int, dict]:

@@ -7,17 +7,11 @@ import pytest
 
 from edit_service.sandbox.script_lib import guid_for
 from tests.edit_service.conftest import example
-from tests.helpers import MINIMAL_IFC, xkt_entity_ids
+from tests.helpers import MINIMAL_IFC, ok, xkt_entity_ids
 
 pytestmark = pytest.mark.e2e
 
 HOUSE_KEYS_WITH_GEOMETRY = ["slab-ground", "wall-south", "wall-north", "wall-west", "wall-east", "slab-roof", "door-entrance", "window-south-1", "window-south-2"]
-
-
-def ok(response):
-    body = response.json()
-    assert body["code"] == 0, body
-    return body["data"]
 
 
 def new_model(stack) -> str:
