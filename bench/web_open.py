@@ -1,6 +1,7 @@
 """Opening a large model in the web client, against xeokit's own XKT loading of the same file, in the same run.
 
     .venv/bin/python bench/web_open.py [--storeys 160] [--bays 20] [--repeat 3]
+    .venv/bin/python bench/web_open.py --smoke     # a 2-storey tower, opened once each way: seconds
 
 Builds a tower (edit_service/examples/tower.py in the sandbox; the defaults give ~31 MB of IFC, ~26,000 elements),
 uploads it to the real stack (gateway, a conversion worker, edit service) and waits for the conversion. Then, in
@@ -114,7 +115,10 @@ def main() -> None:
     parser.add_argument("--storeys", type=int, default=160)
     parser.add_argument("--bays", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="a 2-storey tower, opened once each way")
     args = parser.parse_args()
+    if args.smoke:
+        args.storeys, args.bays, args.repeat = 2, 2, 1
     if not Path(CHROMIUM).exists() or not shutil.which("node"):
         sys.exit("needs Debian's chromium and node")
     from playwright.sync_api import sync_playwright
