@@ -13,7 +13,7 @@ WEB_STAMP := frontend/dist/.built
 export VIEWER_CONFIG ?= ./server_config.json
 export EDIT_SERVICE_PORT ?= 8100
 
-.PHONY: run test lint setup prerequisites test-prerequisites bench clean
+.PHONY: run test lint setup prerequisites test-prerequisites bench bench-smoke clean
 
 setup: prerequisites $(PIP_STAMP) $(CONVERTER_BUNDLE) $(WEB_STAMP)
 
@@ -65,18 +65,21 @@ lint: $(PIP_STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check --no-cache .
 
+BENCHES := conversion review_api sandbox semantic_diff diff_geometry proxy chat_stream turn_overhead scale_out ids_check web_open
+
 bench: setup
-	$(PY) bench/conversion.py
-	$(PY) bench/review_api.py
-	$(PY) bench/sandbox.py
-	$(PY) bench/semantic_diff.py
-	$(PY) bench/diff_geometry.py
-	$(PY) bench/proxy.py
-	$(PY) bench/chat_stream.py
-	$(PY) bench/turn_overhead.py
-	$(PY) bench/scale_out.py
-	$(PY) bench/ids_check.py
-	$(PY) bench/web_open.py
+	@set -e; for name in $(BENCHES); do echo "== bench/$$name.py"; $(PY) bench/$$name.py; done
+
+# every benchmark at its smallest size, once (docs/benchmarks/index.md): it runs and prints its figures; .ci/run
+# runs this after the tests. The time each took is printed after it, the total at the end.
+bench-smoke: setup test-prerequisites
+	@all=$${EPOCHREALTIME/./}; for name in $(BENCHES); do \
+		echo "== bench/$$name.py --smoke"; started=$${EPOCHREALTIME/./}; \
+		$(PY) bench/$$name.py --smoke || { echo "== bench/$$name.py --smoke FAILED"; exit 1; }; \
+		took=$$(( $${EPOCHREALTIME/./} - started )); \
+		printf '== bench/%s.py --smoke: %d.%d s\n' $$name $$(( took / 1000000 )) $$(( took / 100000 % 10 )); \
+	done; took=$$(( $${EPOCHREALTIME/./} - all )); \
+	printf '== all benchmarks, --smoke: %d.%d s\n' $$(( took / 1000000 )) $$(( took / 100000 % 10 ))
 
 clean:
 	rm -rf $(VENV) converter/node_modules converter/dist frontend/node_modules frontend/dist
