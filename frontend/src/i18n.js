@@ -303,6 +303,9 @@ const ZH = {
   "turned {degrees}° about {axis}": "绕 {axis} 旋转 {degrees}°",
   "volume {old} → {new} m³": "体积 {old} → {new} m³",
   "{count} element(s)": "{count} 个构件",
+  "New revision…": "新修订版…",
+  "Upload the next export of this model: same model, a new version": "上传该模型的下一次导出：同一模型，新版本",
+  "{name}: revision {version} uploaded; converting": "{name}：修订版 {version} 已上传，正在转换",
 };
 
 const STORAGE_KEY = "viewerLanguage";

@@ -222,6 +222,7 @@ class App {
     label.textContent = this.onScreen ? t("On screen: {label}", { label: versionLabel(this.onScreen) }) : "";
     label.classList.toggle("stale", Boolean(this.onScreen && this.onScreen.stale));
     if (this.panels.diff) this.panels.diff.then((diff) => diff.onScreenChanged());
+    this.models.render(); // a new revision can be uploaded for an uploaded model on screen, not a script-built one
   }
 
   setPicked(meta) {

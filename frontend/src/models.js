@@ -1,5 +1,5 @@
-// The model list: status, conversion progress (polled every 2 s while any model converts), retry, upload, delete
-// (to the trash).
+// The model list: status, conversion progress (polled every 2 s while any model converts), retry, upload, a new
+// revision of the uploaded model on screen, delete (to the trash).
 import { t } from "./i18n.js";
 import { guarded, h, replace, toast } from "./ui.js";
 
@@ -56,7 +56,31 @@ export class ModelList {
       h("button", { type: "button", class: "delete link", "data-testid": "delete-model", i18n: "Delete", i18nTitle: "Move this model to the trash",
         onClick: () => this.remove(model) }),
       model.status === "failed" && h("button", { class: "retry", "data-testid": "retry", i18n: "Retry", onClick: () => this.retry(model.id) }),
+      this.takesRevisions(model) && h("label", { class: "link revision", "data-testid": "revision-button", i18nTitle: "Upload the next export of this model: same model, a new version" },
+        h("span", { i18n: "New revision…" }),
+        h("input", { type: "file", accept: ".ifc", hidden: true, "data-testid": "revision-upload", onChange: (event) => this.uploadRevision(model, event.target) })),
     );
+  }
+
+  // the model on screen, when it is an uploaded IFC (a script-built model gets its versions by saving)
+  takesRevisions(model) {
+    const onScreen = this.app.onScreen;
+    return model.format !== "dxf" && model.status === "ready" && Boolean(onScreen && onScreen.modelId === model.id && !onScreen.scripted);
+  }
+
+  async uploadRevision(model, input) {
+    const file = input.files[0];
+    input.value = "";
+    if (!file) return;
+    const form = new FormData();
+    form.append("file", file, file.name);
+    const answer = await guarded(() => this.app.api.upload(`/models/${model.id}/revisions`, form), "Uploading the revision failed");
+    if (!answer) return;
+    toast(t("{name}: revision {version} uploaded; converting", { name: model.name, version: answer.revision.version }));
+    if (this.app.model && this.app.model.id === model.id) {
+      this.app.productChanged();
+      if (this.app.panels.diff) this.app.panels.diff.then((diff) => diff.load()); // the new revision is a version to compare
+    } else this.refresh();
   }
 
   async retry(modelId) {
