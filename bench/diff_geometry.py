@@ -17,10 +17,8 @@ import argparse
 import contextlib
 import io
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +29,7 @@ import ifcopenshell.api  # noqa: E402
 import ifcopenshell.util.unit  # noqa: E402
 from ifcdiff import IfcDiff  # noqa: E402
 
-from bench.semantic_diff import tower_params  # noqa: E402
+from bench.semantic_diff import timed, tower_params  # noqa: E402
 from edit_service.engine.sandbox import Sandbox, SandboxLimits  # noqa: E402
 from edit_service.engine.scripts import read_params  # noqa: E402
 from edit_service.engine.semantic_diff import diff_snapshots  # noqa: E402
@@ -85,15 +83,6 @@ def tower_pair(folder: Path, elements: int) -> tuple[Path, Path, list[str]]:
     run.mkdir()
     base = sandbox().build(script, tower_params(script, elements), run)[0]
     return edited_pair(base, folder)
-
-
-def timed(function, repeat: int):
-    times, result = [], None
-    for _ in range(repeat):
-        started = time.perf_counter()
-        result = function()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), result
 
 
 def run_ifcdiff(old, new) -> list[str]:
