@@ -6,7 +6,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api.views import validated
+from api.views import json_object, validated
 from checks_app import selectors, services
 from checks_app.serializers import (
     CheckDetailSerializer,
@@ -80,7 +80,7 @@ class ModelChecksView(UploadLimit, APIView):
             options = validated(CheckStartSerializer, {"ids": ["upload"], **fields})
             check, reused = services.check_start(model_id=model_id, uploads=uploads, version=options.get("version"), include_overrides=options["includeOverrides"])
         else:
-            options = validated(CheckStartSerializer, request.data if isinstance(request.data, dict) else {})
+            options = validated(CheckStartSerializer, json_object(request))
             check, reused = services.check_start(model_id=model_id, ids_names=options["ids"], version=options.get("version"), include_overrides=options["includeOverrides"])
         return Response({"checkId": check.id, "status": check.status, "progress": {"phase": check.progress_phase, "percent": check.progress_percent}, "cached": reused})
 
@@ -122,7 +122,7 @@ class CheckIssuesView(APIView):
         summary="Pin the check's failures as review issues (per specification or per element), deduplicated across re-checks",
     )
     def post(self, request, model_id, check_id):
-        options = validated(PinIssuesSerializer, request.data if isinstance(request.data, dict) else {})
+        options = validated(PinIssuesSerializer, json_object(request))
         return Response(services.check_pin_issues(
             model_id=model_id, check_id=check_id, author=options["author"], provenance=options["provenance"], per=options["per"], confirm=options["confirm"],
         ))

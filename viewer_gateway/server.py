@@ -23,6 +23,7 @@ from viewer_gateway.edge import ForwardedView, edge_refusal, route_name
 # (method, URL name) -> the largest body accepted; decided on the route Django will resolve, like the edge checks
 _ROUTE_LIMITS = {
     ("POST", "model-list"): lambda: settings.VIEWER.max_upload_bytes + MULTIPART_OVERHEAD_BYTES,
+    ("POST", "model-revisions"): lambda: settings.VIEWER.max_upload_bytes + MULTIPART_OVERHEAD_BYTES,
     ("POST", "issue-list"): lambda: SCREENSHOT_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
     ("POST", "issues-bcf-import"): lambda: BCF_ARCHIVE_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
     ("PUT", "plan-file"): lambda: PLAN_FILE_BYTES,

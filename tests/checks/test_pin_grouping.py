@@ -117,6 +117,9 @@ def test_per_element_above_the_threshold_needs_a_confirmation(api, make_model, p
     assert Issue.objects.count() == 0 and PinnedFailure.objects.count() == 0
     bad = api.post(f"/api/v1/models/{model.id}/checks/{check['checkId']}/issues", {"per": "storey"}, format="json")
     assert bad.json()["code"] == 40001 and Issue.objects.count() == 0
+    for not_an_object in (["per", "element"], "element", 5):  # read as {} before: pinned per specification
+        refused = api.post(f"/api/v1/models/{model.id}/checks/{check['checkId']}/issues", not_an_object, format="json")
+        assert (refused.status_code, refused.json()["code"]) == (400, 40001) and Issue.objects.count() == 0
 
     by_spec = pin(api, model.id, check["checkId"])
     assert len(by_spec["created"]) == len(failing) and Issue.objects.count() == len(failing)

@@ -23,6 +23,7 @@ from models_app.storage import model_dir, trashed_model_dir
 from api.principal import Principal
 from tests.edit_service.test_api import EditService
 from tests.helpers import MINIMAL_IFC, sample
+from viewer_gateway.server import body_limit
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -219,3 +220,11 @@ def test_revisions_go_to_the_trash_with_the_model_and_are_purged_with_it(api, ga
     trash_services.trash_purge(model_id, by=Principal("test"))
     assert not ModelRevision.with_trashed.filter(model_id=model_id).exists()
     assert not trashed_model_dir(model_id).exists() and not model_dir(model_id).exists()
+
+
+def test_the_edge_lets_a_revision_as_large_as_an_upload_through():
+    """The body limit is decided by the server before Django reads a byte: a revision route without its own limit got
+    the 10 MB default, so a revision the upload accepts (maxUploadMB) was refused."""
+    upload = body_limit("POST", "/api/v1/models")
+    assert upload > settings.VIEWER.max_upload_bytes
+    assert body_limit("POST", "/api/v1/models/m_0123456789abcdef/revisions") == upload
