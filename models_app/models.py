@@ -144,7 +144,14 @@ class VersionGeometry(JobState):
         FAILED = "failed"
 
     model = models.ForeignKey(IfcModel, on_delete=models.CASCADE, related_name="version_geometries")
+    class Source(models.TextChoices):
+        SCRIPT = "script"
+        REVISION = "revision"
+
     version = models.CharField(max_length=12, help_text="a saved version v<n>")
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.SCRIPT,
+                              help_text="what v<n> named when converted: a script's saved version or an uploaded revision (a script "
+                                        "taking over an uploaded model renumbers its versions, so the other source's geometry is stale)")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -53,6 +53,18 @@ def _files_present(model_id: str, version: str) -> bool:
     return (folder / XKT_FILE).is_file() and (folder / METADATA_FILE).is_file()
 
 
+def _source(model_id: str) -> str:
+    return VersionGeometry.Source.REVISION if revision_services.uses_revisions(model_id) else VersionGeometry.Source.SCRIPT
+
+
+def _usable(geometry: VersionGeometry | None, model_id: str, version: str, source: str) -> bool:
+    """Queued, converting, or ready with its files, for the versions the model has now (a script that took over an
+    uploaded model numbers its own v1, v2, ...)."""
+    if geometry is None or geometry.source != source:
+        return False
+    return geometry.status in ACTIVE or (geometry.status == VersionGeometry.Status.READY and _files_present(model_id, version))
+
+
 # --- selectors -------------------------------------------------------------------------------------------------
 
 
@@ -73,7 +85,8 @@ def version_geometry_file(model_id: str, version: str, name: str) -> Path:
     if not VERSION_RE.match(version or ""):
         raise NotFound(f"invalid version {version!r}: a saved version v<n>")
     path = version_geometry_dir(model.id, version) / name
-    if not path.is_file():
+    geometry = VersionGeometry.objects.filter(model=model, version=version).first()
+    if not path.is_file() or geometry is None or geometry.source != _source(model.id):
         raise NotFound(f"{name} of {version} of model {model.id} is not available (request its geometry and wait until it is ready)")
     return path
 
@@ -95,10 +108,11 @@ def version_geometry_request(model_id: str, version: str) -> VersionGeometry:
     if model.format == IfcModel.Format.DXF:
         raise Invalid(f"model {model.id} is a DXF drawing: drawings have no 3D geometry per version")
     _version_checked(version)
+    source = _source(model.id)
     existing = VersionGeometry.objects.filter(model=model, version=version).first()
-    if existing is not None and (existing.status in ACTIVE or (existing.status == VersionGeometry.Status.READY and _files_present(model.id, version))):
+    if _usable(existing, model.id, version, source):
         return existing
-    if existing is None:
+    if existing is None or existing.source != source:
         saved = _saved_versions(model.id)
         if version not in saved:
             raise NotFound(f"model {model.id} has no version {version} (saved versions: {', '.join(saved) or 'none'})")
@@ -106,8 +120,11 @@ def version_geometry_request(model_id: str, version: str) -> VersionGeometry:
         if IfcModel.objects.select_for_update().filter(pk=model.id).first() is None:  # one request at a time per model
             raise NotFound(f"model {model.id} not found")
         geometry, created = VersionGeometry.objects.select_for_update().get_or_create(model=model, version=version)
-        if not created and (geometry.status in ACTIVE or (geometry.status == VersionGeometry.Status.READY and _files_present(model.id, version))):
+        if not created and _usable(geometry, model.id, version, source):
             return geometry  # another request queued it meanwhile
+        if geometry.source != source:  # the other numbering's files: never kept as this version's
+            shutil.rmtree(version_geometry_dir(model.id, version), ignore_errors=True)
+            geometry.source = source
         geometry.status, geometry.error, geometry.attempts, geometry.worker = VersionGeometry.Status.QUEUED, "", 0, ""
         geometry.progress_phase, geometry.progress_percent = "queued", 0
         geometry.save()

@@ -151,6 +151,29 @@ def test_the_removed_elements_of_a_revision_get_their_geometry_from_its_stored_f
     assert error(api.post(f"/api/v1/models/{model_id}/versions/v7/geometry")) == (404, 40400)
 
 
+def test_a_script_taking_over_the_model_does_not_inherit_the_revisions_geometry(api, uploaded, revision_files):
+    """Revisions and script versions are both numbered v1, v2, ...: after a script took the model over, its v1 is not
+    the uploaded v1 whose geometry was converted before."""
+    model_id = uploaded
+    data(upload_revision(api, model_id, "house-week2.ifc", revision_files[1]))
+    url = f"/api/v1/models/{model_id}/versions/v1/geometry"
+    data(api.post(url))
+    version_geometry.run_version_conversion(model_id, "v1")
+    assert data(api.get(url))["status"] == "ready"
+
+    script = 'import script_lib as sl\n\nPARAMS = {}\n\n\ndef build(params, out_path):\n    sl.save(sl.new_model("X"), out_path)\n'
+    assert data(api.put(f"/api/v1/models/{model_id}/script", {"script": script}, format="json"))
+    data(api.post(f"/api/v1/models/{model_id}/script/run", format="json"))
+    assert data(api.post(f"/api/v1/models/{model_id}/script/save", {"note": "scripted"}, format="json"))["version"] == "v1"
+
+    assert error(api.get(f"/v1/models/{model_id}/versions/v1/metadata.json")) == (404, 40400)  # not the revision's
+    assert data(api.post(url))["status"] == "queued"
+    version_geometry.run_version_conversion(model_id, "v1")
+    assert data(api.get(url))["status"] == "ready"
+    metadata = json.loads(b"".join(api.get(f"/v1/models/{model_id}/versions/v1/metadata.json").streaming_content))
+    assert REMOVED not in {o["id"] for o in metadata["metaObjects"]} and RENAMED not in {o["id"] for o in metadata["metaObjects"]}
+
+
 def test_unknown_or_malformed_versions_are_refused(api, uploaded, revision_files):
     model_id = uploaded
     data(upload_revision(api, model_id, "house-week2.ifc", revision_files[1]))
