@@ -6,6 +6,7 @@ services), never models_app.storage, models_app.edit_client or models_app.conver
 from models_app.conversion.sandbox import ConversionLimits
 from models_app.edit_client import call as edit_service_call
 from models_app.edit_client import version_ifc_download
+from models_app.revision_services import saved_versions, version_ifc_fetch, version_product_key
 from models_app.storage import (
     ELEMENT_BOUNDS_FILE,
     ELEMENT_VALUES_FILE,
@@ -26,5 +27,8 @@ __all__ = [
     "file_signature",
     "model_dir",
     "model_file",
+    "saved_versions",
     "version_ifc_download",
+    "version_ifc_fetch",
+    "version_product_key",
 ]

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Conflict, Invalid, NotFound
-from core.files import place_file
+from core.files import link_or_copy, place_file
 from models_app import edit_client
 from models_app.models import IfcModel, ModelRevision
 from models_app.project_services import project_lock_of_model
@@ -147,3 +147,28 @@ def revision_source(model_id: str, version: str) -> Path | None:
         return None
     path = revision_file(model_id, version)
     return path if path.is_file() else None
+
+
+def saved_versions(model_id: str) -> list[str]:
+    """The versions v<n> the model has: its uploaded revisions, or the big versions its script saved."""
+    if uses_revisions(model_id):
+        return [revision.version for revision in revision_list(model_id)]
+    listing = edit_client.call("GET", f"/models/{model_id}/versions")
+    return [item.get("version") for item in listing.get("versions") or []]
+
+
+def version_product_key(model_id: str, version: str) -> str:
+    """What a saved version's IFC is, for caches: revisions and a script's versions are both numbered v1, v2, ...,
+    so a script taking an uploaded model over must not meet the revisions' results."""
+    return f"revision:{version}" if uses_revisions(model_id) else version
+
+
+def version_ifc_fetch(model_id: str, version: str, target: Path) -> str:
+    """Puts the IFC of the saved version at target (an uploaded revision's stored file, or the script's version
+    rebuilt by the edit service); answers its version_product_key."""
+    revision = revision_source(model_id, version)
+    if revision is not None:
+        link_or_copy(revision, target)
+        return f"revision:{version}"
+    edit_client.version_ifc_download(model_id, version, target)
+    return version

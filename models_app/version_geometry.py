@@ -20,8 +20,7 @@ from django.db import transaction
 
 from core import jobs
 from core.errors import ApplicationError, Invalid, NotFound
-from core.files import link_or_copy
-from models_app import edit_client, revision_services
+from models_app import revision_services
 from models_app.models import IfcModel, VersionGeometry
 from models_app.services import convert_ifc, model_get, publish_outputs
 from models_app.storage import (
@@ -94,13 +93,6 @@ def version_geometry_file(model_id: str, version: str, name: str) -> Path:
 # --- requesting ------------------------------------------------------------------------------------------------
 
 
-def _saved_versions(model_id: str) -> list[str]:
-    if revision_services.uses_revisions(model_id):
-        return [revision.version for revision in revision_services.revision_list(model_id)]
-    listing = edit_client.call("GET", f"/models/{model_id}/versions")
-    return [item.get("version") for item in listing.get("versions") or []]
-
-
 def version_geometry_request(model_id: str, version: str) -> VersionGeometry:
     """Queues the conversion of a saved version's geometry once; answers its state. 40001 for a drawing or a
     version that is not v<n>, 40400 for a version the model has not saved."""
@@ -113,7 +105,7 @@ def version_geometry_request(model_id: str, version: str) -> VersionGeometry:
     if _usable(existing, model.id, version, source):
         return existing
     if existing is None or existing.source != source:
-        saved = _saved_versions(model.id)
+        saved = revision_services.saved_versions(model.id)
         if version not in saved:
             raise NotFound(f"model {model.id} has no version {version} (saved versions: {', '.join(saved) or 'none'})")
     with transaction.atomic():
@@ -169,11 +161,7 @@ def convert_claimed_version(geometry: VersionGeometry) -> None:
         root.mkdir(exist_ok=True)  # never parents: a deleted model's folder must not come back
         work_dir.mkdir()
         on_progress("fetching", 2)
-        revision = revision_services.revision_source(model_id, version)
-        if revision is not None:  # an uploaded revision: the file is here
-            link_or_copy(revision, work_dir / IFC_FILE)
-        else:
-            edit_client.version_ifc_download(model_id, version, work_dir / IFC_FILE)
+        revision_services.version_ifc_fetch(model_id, version, work_dir / IFC_FILE)
         result = convert_ifc(work_dir / IFC_FILE, work_dir, on_progress)
         if result.ok:
             _publish_version(model_id, version, work_dir)

@@ -20,7 +20,7 @@ from core.errors import Invalid, NotFound, TooLarge
 from core.limits import IDS_MAX_BYTES, size_limit_message
 from issues_app.selectors import overrides_of_model
 from models_app.models import IfcModel
-from models_app.public import IFC_FILE, edit_service_call, file_signature, model_file
+from models_app.public import IFC_FILE, file_signature, model_file, saved_versions, version_product_key
 from models_app.selectors import model_get
 
 IDS_PER_CHECK = 10
@@ -92,11 +92,10 @@ def _product_key(model: IfcModel, version: str) -> str:
             return f"{CURRENT}:{file_signature(model_file(model.id, IFC_FILE))}"
         except FileNotFoundError:
             raise NotFound(f"model {model.id} has no IFC yet (status {model.status})") from None
-    versions = edit_service_call("GET", f"/models/{model.id}/versions").get("versions") or []
-    if version not in {item.get("version") for item in versions}:
-        known = ", ".join(item.get("version", "") for item in versions) or "none"
-        raise NotFound(f"model {model.id} has no version {version} (saved versions: {known})")
-    return version
+    versions = saved_versions(model.id)
+    if version not in versions:
+        raise NotFound(f"model {model.id} has no version {version} (saved versions: {', '.join(versions) or 'none'})")
+    return version_product_key(model.id, version)
 
 
 def check_cache_key(model_id: str, product_key: str, ids: list[dict], overrides: dict | None) -> str:

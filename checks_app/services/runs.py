@@ -19,7 +19,7 @@ from core import jobs
 from core.errors import ApplicationError, NotFound
 from core.files import link_or_copy
 from models_app.models import IfcModel
-from models_app.public import IFC_FILE, file_signature, model_dir, model_file, version_ifc_download
+from models_app.public import IFC_FILE, file_signature, model_dir, model_file, version_ifc_fetch
 
 logger = logging.getLogger(__name__)
 
@@ -50,8 +50,7 @@ def _prepare_ifc(check: Check, work_dir: Path, on_progress) -> str:
             raise NotFound(f"model {check.model_id} has no IFC any more") from None
         return f"{CURRENT}:{file_signature(target)}"
     on_progress("fetching version", 2)
-    version_ifc_download(check.model_id, check.version, target)
-    return check.version
+    return version_ifc_fetch(check.model_id, check.version, target)
 
 
 def check_take_turn() -> str | None:

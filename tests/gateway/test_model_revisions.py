@@ -17,12 +17,15 @@ from django.contrib.admin.utils import quote
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django_tasks_db.models import DBTaskResult
 
+from checks_app import services as check_services
+from checks_app.models import Check
 from models_app import services, trash_services, version_geometry
 from models_app.models import IfcModel, ModelRevision
 from models_app.storage import model_dir, trashed_model_dir
 from api.principal import Principal
 from tests.edit_service.test_api import EditService
 from tests.helpers import MINIMAL_IFC, sample
+from tests.checks.conftest import EXAMPLE_IDS
 from viewer_gateway.server import body_limit
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
@@ -172,6 +175,21 @@ def test_a_script_taking_over_the_model_does_not_inherit_the_revisions_geometry(
     assert data(api.get(url))["status"] == "ready"
     metadata = json.loads(b"".join(api.get(f"/v1/models/{model_id}/versions/v1/metadata.json").streaming_content))
     assert REMOVED not in {o["id"] for o in metadata["metaObjects"]} and RENAMED not in {o["id"] for o in metadata["metaObjects"]}
+
+
+def test_an_ids_check_runs_on_an_earlier_revision(api, uploaded, revision_files):
+    """The checks panel offers the versions edit/versions lists, which are the revisions of an uploaded model."""
+    model_id = uploaded
+    data(upload_revision(api, model_id, "house-week2.ifc", revision_files[1]))
+    started = {}
+    for version in ("v1", "v2"):
+        response = api.post(f"/api/v1/models/{model_id}/checks", {"ids": SimpleUploadedFile("basics.ids", EXAMPLE_IDS.read_bytes()), "version": version}, format="multipart")
+        started[version] = data(response)["checkId"]
+    for check_id in started.values():
+        check_services.check_run(check_id)
+    checks = {version: Check.objects.get(pk=check_id) for version, check_id in started.items()}
+    assert {version: (check.status, check.product_key) for version, check in checks.items()} == {"v1": ("done", "revision:v1"), "v2": ("done", "revision:v2")}
+    assert error(api.post(f"/api/v1/models/{model_id}/checks", {"ids": SimpleUploadedFile("basics.ids", EXAMPLE_IDS.read_bytes()), "version": "v3"}, format="multipart")) == (404, 40400)
 
 
 def test_unknown_or_malformed_versions_are_refused(api, uploaded, revision_files):
