@@ -132,7 +132,8 @@ def serve_file(request, path: Path, content_type: str) -> HttpResponse:
 
     if_none_match = request.headers.get("If-None-Match")
     since = parse_http_date_safe(request.headers.get("If-Modified-Since") or "")
-    if (if_none_match and etag in [t.strip() for t in if_none_match.split(",")]) or (
+    # If-None-Match compares weakly (RFC 9110 13.1.2): a W/ prefix a cache added still names this representation
+    if (if_none_match and (if_none_match.strip() == "*" or etag in [t.strip().removeprefix("W/") for t in if_none_match.split(",")])) or (
         not if_none_match and since is not None and int(stat.st_mtime) <= since
     ):
         handle.close()

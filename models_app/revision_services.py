@@ -24,7 +24,7 @@ from models_app.selectors import model_get
 from models_app.services import checked_ifc_upload, queue_conversion
 from models_app.storage import IFC_FILE, model_file, revision_file, revisions_dir, script_state_present
 
-VERSION_REQUEST_RE = re.compile(r"^v\d+$")  # as the edit service: v0, v01 or v99 are well-formed and answer 404
+VERSION_REQUEST_RE = re.compile(r"v\d{1,9}")  # fullmatch; as the edit service: v0, v01 or v99 are well-formed and answer 404
 CURRENT = "current"
 
 
@@ -119,10 +119,15 @@ def _requested(body, field: str, *, current_allowed: bool) -> str:
     value = body.get(field) if isinstance(body, dict) else None
     if value is None:
         raise Invalid(f"{field}: this field is required")
-    if not isinstance(value, str) or not (VERSION_REQUEST_RE.match(value) or (current_allowed and value == CURRENT)):
+    if not isinstance(value, str) or not (VERSION_REQUEST_RE.fullmatch(value) or (current_allowed and value == CURRENT)):
         allowed = "a version v<n> or current" if current_allowed else "a version v<n> (only target may be current)"
-        raise Invalid(f"{field}: {value!r} is not {allowed}")
+        shown = repr(value) if not isinstance(value, str) or len(value) <= 40 else repr(value[:40] + "…")
+        raise Invalid(f"{field}: {shown} is not {allowed}")
     return value
+
+
+def _span(versions: list[str]) -> str:
+    return "none" if not versions else versions[0] if len(versions) == 1 else f"{versions[0]} to {versions[-1]}"
 
 
 def revision_diff(model_id: str, body) -> dict:
@@ -135,7 +140,7 @@ def revision_diff(model_id: str, body) -> dict:
     resolved = revisions[-1] if target == CURRENT and revisions else target
     for version in (base, resolved):
         if version not in revisions:
-            raise NotFound(f"model {model_id} has no version {version} (revisions: {', '.join(revisions) or 'none'})")
+            raise NotFound(f"model {model_id} has no version {version} (revisions: {_span(revisions)})")
     payload = edit_client.call("POST", f"/models/{model_id}/revisions/diff", json={"base": base, "target": resolved})
     return {**payload, "base": base, "target": target}
 

@@ -85,6 +85,8 @@ def demonstration_step(done: list[tuple[str, str]]) -> tuple[str, tuple[str, dic
             return DEMO_NEEDS_IFC_PROJECT, None
         return f"First a copy of {info['model'].get('name', 'the model')} to work on. ", ("demo_copy", {})
     copy = next(((_json(output) or {}).get("modelId") for name, output in done if name == "demo_copy"), None)
+    if not copy:  # no copy to work on (an interrupted call): every later call without a modelId would reach the model itself
+        return "The copy was not made. That ends the demonstration; your model is as it was.", None
     on_copy = {"modelId": copy}
     if tool == "demo_copy":
         return f"The copy is {copy}. Its build script's parameters: ", ("get_params", on_copy)

@@ -73,6 +73,7 @@ def test_the_offline_demonstration_is_deterministic_and_works_on_a_copy():
     ifc = json.dumps({"project": {"kind": "ifc"}, "model": {"id": "m_1", "name": "Haus.ifc"}, "models": [{"id": "m_1"}]})
     history = answered(history, "session_info", ifc)
     assert next_call(history) == ("demo_copy", {})  # the session's model, copied
+    assert next_call(answered(history, "demo_copy", "[Tool execution was interrupted]")) is None  # no copy: never the model
     history = answered(history, "demo_copy", json.dumps({"modelId": "m_2", "copyOf": "m_1"}))
     assert next_call(history) == ("get_params", {"modelId": "m_2"})  # from here on, the copy only
     history = answered(history, "get_params", json.dumps({"name": "x", "storeys": 1, "length": 10.0}))

@@ -57,6 +57,8 @@ def test_conditional_request_per_representation(client, ready_model):
     plain_etag = client.get(url)["ETag"]
     assert client.get(url, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=packed_etag).status_code == 304
     assert client.get(url, HTTP_IF_NONE_MATCH=plain_etag).status_code == 304
+    assert client.get(url, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=f"W/{packed_etag}").status_code == 304  # compared weakly
+    assert client.get(url, HTTP_IF_NONE_MATCH="*").status_code == 304
     assert client.get(url, HTTP_IF_NONE_MATCH=packed_etag).status_code == 200  # the gzip validator is not the plain file's
 
 

@@ -199,6 +199,9 @@ def test_unknown_or_malformed_versions_are_refused(api, uploaded, revision_files
     assert error(diff(api, model_id, "v0", "v2")) == (404, 40400)
     assert error(diff(api, model_id, "current", "v2")) == (400, 40001)
     assert error(diff(api, model_id, "v1", "latest")) == (400, 40001)
+    assert error(diff(api, model_id, "v1\n", "v2")) == (400, 40001)
+    long = diff(api, model_id, "v" * 100_000, "v2")
+    assert error(long) == (400, 40001) and len(long.json()["message"]) < 200
     assert error(api.post(f"/api/v1/models/{model_id}/edit/diff", {"base": "v1"}, format="json")) == (400, 40001)
     assert error(upload_revision(api, "m_0123456789abcdef", "x.ifc", MINIMAL_IFC)) == (404, 40400)
 
