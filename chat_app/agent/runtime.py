@@ -1,11 +1,11 @@
 """What a turn runs with: the configured language model (the offline scripted one when llmAPIKey is empty) and
-the tools of the session (the offline one also gets the demonstration's own tool, demo_tools.py)."""
+the tools of the session (the offline one also gets the demonstration's own tool, offline_demo.py)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from chat_app.agent.demo_tools import offline_tools
+from chat_app.agent.offline_demo import offline_tools
 from chat_app.agent.llm import OpenAICompatibleModel, describe_provider_error
 from chat_app.agent.loop import TurnContext
 from chat_app.agent.prompts import prompt

@@ -7,7 +7,7 @@ session's model, never on the model itself:
 
 1. reads the session (session_info); the demonstration needs a session of an ifc project bound to its model, and
    elsewhere it says so and stops;
-2. copies the model (demo_copy, demo_tools.py: a new model of the project built from the model's current script;
+2. copies the model (demo_copy, offline_demo.py: a new model of the project built from the model's current script;
    the user is asked for permission);
 3. reads the copy's PARAMS (get_params) and stages one visible change on it (set_params: one more storey, ...);
 4. builds it in the sandbox (run_script: the viewer shows the copy's preview);
