@@ -1,5 +1,6 @@
 """Django admin of automated review: IDS files, checks (read-only records), pinned failures."""
 
+from django.contrib.admin.utils import quote
 import pytest
 
 from checks_app.models import Check, IdsDocument, IdsFile
@@ -14,7 +15,7 @@ def test_checks_and_ids_files_in_the_admin(admin_client, make_model, project):
     check = Check.objects.create(model=model, version="current", product_key="k", ids=[{"name": "fire.ids", "sha256": "a" * 64}], cache_key="c", status="failed", error="boom")
     listing = admin_client.get("/admin/checks_app/check/?status__exact=failed").content.decode()
     assert check.id in listing
-    detail = admin_client.get(f"/admin/checks_app/check/{check.id}/change/")
+    detail = admin_client.get(f"/admin/checks_app/check/{quote(check.id)}/change/")
     assert detail.status_code == 200 and "boom" in detail.content.decode() and 'name="_save"' not in detail.content.decode()
     assert admin_client.get("/admin/checks_app/check/add/").status_code == 403
     files = admin_client.get("/admin/checks_app/idsfile/?q=fire").content.decode()

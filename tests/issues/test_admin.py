@@ -1,3 +1,4 @@
+from django.contrib.admin.utils import quote
 import pytest
 
 from issues_app.models import ChangeEntry, Issue, Override
@@ -29,9 +30,9 @@ def test_change_log_and_overrides_are_read_only(admin_client, records):
     _, _, entry = records
     listing = admin_client.get("/admin/issues_app/changeentry/?operation__exact=update&field__exact=Name&provenance__exact=UI")
     assert listing.status_code == 200 and entry.id in listing.content.decode()
-    detail = admin_client.get(f"/admin/issues_app/changeentry/{entry.pk}/change/").content.decode()
+    detail = admin_client.get(f"/admin/issues_app/changeentry/{quote(entry.pk)}/change/").content.decode()
     assert 'name="_save"' not in detail
-    response = admin_client.post(f"/admin/issues_app/changeentry/{entry.pk}/change/", {"new_value": "forged"})
+    response = admin_client.post(f"/admin/issues_app/changeentry/{quote(entry.pk)}/change/", {"new_value": "forged"})
     assert response.status_code == 403
     assert admin_client.get("/admin/issues_app/changeentry/add/").status_code == 403
     assert admin_client.get("/admin/issues_app/override/add/").status_code == 403
@@ -43,9 +44,9 @@ def test_change_log_and_overrides_are_read_only(admin_client, records):
 def test_issue_admin_shows_the_comment_thread_inline(admin_client, model):
     from issues_app.models import Comment
 
-    issue = Issue.objects.create(model=model, title="Crack in wall")
+    issue = Issue.objects.create(id="i_22c0ffee0000", model=model, title="Crack in wall")  # "_22" reads as '"' unquoted
     Comment.objects.create(issue=issue, author="anna", text="Please check the lintel")
-    response = admin_client.get(f"/admin/issues_app/issue/{issue.pk}/change/")
+    response = admin_client.get(f"/admin/issues_app/issue/{quote(issue.pk)}/change/")
     assert response.status_code == 200, (response.status_code, response.get("Location"))
     page = response.content.decode()
     assert "Please check the lintel" in page and "comments-TOTAL_FORMS" in page
