@@ -260,5 +260,7 @@ class App {
 }
 
 window.viewerApp = new App();
+// what nothing caught (a rejected promise, an error thrown in a viewer handler or timer) is shown, not only logged
 window.addEventListener("unhandledrejection", (event) => toast(errorText(event.reason), "error"));
+window.addEventListener("error", (event) => toast(errorText(event.error || event.message), "error"));
 export { guarded };

@@ -10,7 +10,7 @@ import {
   SectionPlanesPlugin, StoreyViewsPlugin, Viewer, XKTDefaultDataSource, XKTLoaderPlugin, math,
 } from "@xeokit/xeokit-sdk";
 import { t } from "./i18n.js";
-import { errorText, toast } from "./ui.js";
+import { toast } from "./ui.js";
 
 export const DIFF_COLOURS = { added: [0.1, 0.75, 0.2], removed: [0.9, 0.15, 0.1], changed: [1.0, 0.55, 0.0] };
 const FIT_SECONDS = 0.5;
@@ -83,11 +83,10 @@ export class ModelView {
     canvas.addEventListener("pointerdown", () => canvas.focus({ preventScroll: true }), { capture: true });
   }
 
-  // Errors of the viewer are shown, not only logged: those xeokit reports (the scene's "error" event) and those
-  // thrown in its input handlers and timers, which reach the window uncaught (the bundle cannot tell them from others)
+  // Errors xeokit reports (the scene's "error" event) are shown, not only logged; those thrown in its input handlers
+  // and timers reach the window uncaught and are shown by the page's one handler of uncaught errors (main.js)
   reportErrors() {
     this.viewer.scene.on("error", (message) => toast(t("The 3D view failed: {error}", { error: message }), "error"));
-    window.addEventListener("error", (event) => toast(errorText(event.error || event.message), "error"));
   }
 
   on(listener) {
