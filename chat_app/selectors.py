@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import Q
 
+from accounts_app.policy import Scope
 from chat_app.models import ChatSession
+from models_app.access_scopes import model_scope, project_scope
 from models_app.selectors import project_models
 
 
@@ -31,3 +33,12 @@ def session_overview(session_id: str) -> dict:
 def language_model_configured() -> bool:
     """A language model is configured (llmAPIKey); without one the chat runs the offline model (agent/scripted.py)."""
     return bool(settings.VIEWER.llmAPIKey)
+
+
+def session_scope(session_id: str) -> Scope:
+    """Where a chat session's acts land, for the access decision: its project, else its legacy model."""
+    row = ChatSession.objects.filter(pk=session_id).values_list("project_id", "model_id").first()
+    if row is None:
+        return Scope(exists=False)
+    project_id, model_id = row
+    return project_scope(project_id) if project_id else model_scope(model_id) if model_id else Scope(exists=False)

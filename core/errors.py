@@ -11,7 +11,9 @@ OK = 0
 INVALID = 40001
 TOO_LARGE = 40002
 UNAUTHORIZED = 40100
-CROSS_SITE = 40300
+# a known resource the caller may not act on: a role that may not, a read-only token, a cross-site request (HTTP 403)
+FORBIDDEN = 40300
+CROSS_SITE = FORBIDDEN
 # an extension of the spec: too many failed token attempts or open event streams from one client address (HTTP 429)
 TOO_MANY_REQUESTS = 42900
 NOT_FOUND = 40400
@@ -23,7 +25,7 @@ HTTP_STATUS = {
     INVALID: 400,
     TOO_LARGE: 400,
     UNAUTHORIZED: 401,
-    CROSS_SITE: 403,
+    FORBIDDEN: 403,
     NOT_FOUND: 404,
     CONFLICT: 409,
     TOO_MANY_REQUESTS: 429,

@@ -1,5 +1,6 @@
 import secrets
 
+from django.conf import settings
 from django.db import models
 
 from core.jobs.models import JobState
@@ -60,6 +61,8 @@ class IfcModel(models.Model):
     format = models.CharField(max_length=8, choices=Format.choices, default=Format.IFC,
                               help_text="dxf: a drawing built by a dxf_lib script, previewed through render.json, never converted")
     converted_ifc = models.CharField(max_length=80, blank=True, default="")
+    # who uploaded it (or whose agent built it): a model outside any project is its uploader's (accounts_app.policy)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # set while the model is in the trash (its folder then lies under {dataDir}/trash/models/)
     deleted_at = models.DateTimeField(null=True, blank=True, db_index=True)
 

@@ -25,8 +25,10 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.cache import cache
+from django.http.cookie import parse_cookie
 from django.urls import Resolver404, resolve
 
+from accounts_app.secrets import SHARE_COOKIE, TOKEN_PREFIX
 from api.envelope import CROSS_SITE, TOO_MANY_REQUESTS, UNAUTHORIZED
 
 logger = logging.getLogger(__name__)
@@ -197,10 +199,25 @@ class TokenFailures:
             logger.warning("token failure not counted", exc_info=True)
 
 
+def carries_account_credential(headers: dict[str, str]) -> bool:
+    """A personal API token, a session cookie or a share link's cookie: credentials only the access middleware can
+    check (viewer_gateway/access.py, with the database), so the edge lets them through to it."""
+    scheme, _, presented = headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and presented.strip().startswith(TOKEN_PREFIX):
+        return True
+    if "authorization" in headers:
+        return False
+    cookies = parse_cookie(headers.get("cookie", ""))
+    return bool(cookies.get(settings.SESSION_COOKIE_NAME) or cookies.get(SHARE_COOKIE))
+
+
 def token_refusal(method: str, path_info: str, headers: dict[str, str], client_host: str) -> Refusal | None:
     token = settings.VIEWER.apiToken
-    if not token or is_token_exempt(method, path_info, headers):
+    if is_token_exempt(method, path_info, headers):
         return None
+    account_credential = carries_account_credential(headers)
+    if not token and not account_credential:
+        return None  # the open mode, or accounts without a credential: the access middleware answers
     failures = TokenFailures(client_host)
     limit = settings.VIEWER.tokenFailureLimit
     if failures.count() >= limit:
@@ -210,7 +227,7 @@ def token_refusal(method: str, path_info: str, headers: dict[str, str], client_h
             f"every request that needs the token is refused for {failures.seconds_left} s more",
             failures.seconds_left,
         )
-    if token_matches(headers.get("authorization", ""), token):
+    if account_credential or token_matches(headers.get("authorization", ""), token):
         return None
     failures.add_one()
     return Refusal(UNAUTHORIZED, "missing or invalid bearer token")

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "channels",
     "axes",
+    "accounts_app",
     "models_app",
     "issues_app",
     "chat_app",
@@ -75,6 +76,8 @@ MIDDLEWARE = [
     # Innermost and sync-only on purpose: under ASGI it makes Django run the whole middleware chain in one thread
     # instead of hopping threads around every async-capable middleware (several ms per request).
     "viewer_gateway.auth.EdgeCheckMiddleware",
+    # Who the caller is and whether their role allows this route on this model or project (docs/security/roles.md).
+    "viewer_gateway.access.AccessMiddleware",
     # Sync-only too; after the token check, so a client without the token never gets its body scanned.
     "viewer_gateway.json_body.JSONDepthMiddleware",
     # Content-Security-Policy of the HTML pages (the web client keeps the token in sessionStorage).

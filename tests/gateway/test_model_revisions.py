@@ -248,7 +248,8 @@ def test_a_revision_uploaded_while_converting_is_merged_into_that_conversion(api
     assert ADDED in (model_dir(model_id) / "metadata.json").read_text()
 
 
-def test_revisions_go_to_the_trash_with_the_model_and_are_purged_with_it(api, gateway, revision_files, admin_client):
+def test_revisions_go_to_the_trash_with_the_model_and_are_purged_with_it(api, gateway, revision_files, admin_client, admin_user):
+    api.force_login(admin_user)  # the admin's first user turns accounts on: the API then needs a sign-in
     model_id = data(upload(api, "house.ifc", revision_files[0]))["id"]
     data(upload_revision(api, model_id, "house-week2.ifc", revision_files[1]))
     page = admin_client.get(f"/admin/models_app/ifcmodel/{quote(model_id)}/change/").content.decode()

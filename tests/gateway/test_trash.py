@@ -251,7 +251,8 @@ def test_the_conversion_worker_purges_what_is_due_once_an_hour(api, model, monke
     assert purges == [clock[0]]
 
 
-def test_the_admin_moves_to_the_trash_restores_and_purges(admin_client, api, model):
+def test_the_admin_moves_to_the_trash_restores_and_purges(admin_client, api, model, admin_user):
+    api.force_login(admin_user)  # the admin's first user turns accounts on: the API then needs a sign-in
     moved = admin_client.post("/admin/models_app/ifcmodel/", {"action": "move_to_trash", "_selected_action": [model.id]})
     assert moved.status_code == 302 and [i["id"] for i in data(api.get("/api/v1/trash"))] == [model.id]
     assert model.id in admin_client.get("/admin/models_app/trashitem/").content.decode()

@@ -1,0 +1,112 @@
+"""Who a request comes from, from what it carries: the operator's token, a personal token, a session, a share link's
+cookie, or nothing. Called once per request by the gateway's access middleware (viewer_gateway/access.py).
+
+The modes (docs/security/modes.md): no apiToken and no accounts is the open single-user mode (loopback only), in
+which everyone acts as the admin; apiToken set is the operator's token with every right; accounts switch on with the
+first active user, and then every request that is not public needs one of the credentials above.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from accounts_app.models import Account, ApiToken, ShareLink
+from accounts_app.roles import ServerRole
+from accounts_app.secrets import SHARE_COOKIE, SHARE_PREFIX, TOKEN_PREFIX, sha256
+from api.principal import TOKEN_PRINCIPAL, Principal, ShareGrant, Via
+from core.provenance import DEFAULT_AUTHOR
+
+LAST_USE_GRANULARITY = timedelta(minutes=1)  # a token's last use is written at most once a minute
+
+
+@dataclass(frozen=True)
+class NoIdentity:
+    """The request carries a credential that is wrong, expired or revoked, or none where one is needed."""
+
+    message: str
+    presented: bool  # a credential was presented (and failed): counts towards the address's failure throttle
+
+
+def accounts_enabled() -> bool:
+    return get_user_model().objects.filter(is_active=True).exists()
+
+
+def server_role_of(user) -> str:
+    if user.is_superuser:
+        return ServerRole.ADMIN
+    account = Account.objects.filter(user=user).only("role").first()
+    return account.role if account else ServerRole.USER
+
+
+def _user_principal(user, address: str, via: str, **extra) -> Principal:
+    account = Account.objects.filter(user=user).first()
+    role = ServerRole.ADMIN if user.is_superuser else (account.role if account else ServerRole.USER)
+    return Principal(name=user.get_username(), address=address, via=via, user_id=user.pk, role=role,
+                     display_name=(account.display_name if account else "") or user.get_full_name(), **extra)
+
+
+def _personal_token(presented: str, address: str) -> Principal | NoIdentity:
+    token = ApiToken.objects.select_related("user").filter(secret_sha256=sha256(presented)).first()
+    now = timezone.now()
+    if token is None:
+        return NoIdentity("invalid bearer token", presented=True)
+    if token.revoked_at is not None:
+        return NoIdentity("this token was revoked", presented=True)
+    if token.expires_at is not None and token.expires_at <= now:
+        return NoIdentity("this token has expired", presented=True)
+    if not token.user.is_active:
+        return NoIdentity("the account of this token is disabled", presented=True)
+    if token.last_used_at is None or now - token.last_used_at >= LAST_USE_GRANULARITY:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+    return _user_principal(token.user, address, Via.TOKEN, read_only=token.scope == ApiToken.Scope.READ, token_id=token.id)
+
+
+def share_link_principal(presented: str, address: str) -> Principal | None:
+    link = ShareLink.objects.filter(secret_sha256=sha256(presented)).first()
+    if link is None or link.revoked_at is not None or link.expires_at <= timezone.now():
+        return None
+    grant = ShareGrant(link_id=link.id, project_id=link.project_id, model_ids=tuple(link.model_ids), downloads=link.downloads)
+    return Principal(name=f"share link {link.id}", address=address, via=Via.SHARE_LINK, role=ServerRole.GUEST,
+                     read_only=True, share=grant)
+
+
+def anonymous(address: str) -> Principal:
+    """Nobody in particular, on a route that needs no identity: may read public pages, nothing else."""
+    return Principal(name="anonymous", address=address, via=Via.OPEN, role=ServerRole.GUEST, read_only=True)
+
+
+def anonymous_reader(address: str) -> Principal:
+    """Nobody in particular reading every model: the spec's anonymous geometry GETs when no accounts exist."""
+    return Principal(name="anonymous", address=address, via=Via.OPEN, read_only=True)
+
+
+def identify(request, *, address: str, authorization: str) -> Principal | NoIdentity | None:
+    """The principal the request's credentials name, NoIdentity for a credential that fails, None for a request
+    that carries none (the caller decides what nobody may do)."""
+    scheme, _, presented = authorization.partition(" ")
+    presented = presented.strip() if scheme.lower() == "bearer" else ""
+    operator_token = settings.VIEWER.apiToken
+    if presented:
+        if operator_token and hmac.compare_digest(presented.encode(), operator_token.encode()):
+            return Principal(name=TOKEN_PRINCIPAL, address=address, via=Via.OPERATOR)
+        if presented.startswith(TOKEN_PREFIX):
+            return _personal_token(presented, address)
+        if operator_token or accounts_enabled():
+            return NoIdentity("missing or invalid bearer token", presented=True)
+    elif authorization:
+        return NoIdentity("the Authorization header must be 'Bearer <token>'", presented=True)
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return _user_principal(user, address, Via.SESSION)
+    share_secret = request.COOKIES.get(SHARE_COOKIE, "")
+    if share_secret.startswith(SHARE_PREFIX):
+        return share_link_principal(share_secret, address) or NoIdentity("this share link has expired or was revoked", presented=True)
+    if not operator_token and not accounts_enabled():
+        return Principal(name=DEFAULT_AUTHOR, address=address, via=Via.OPEN)
+    return None

@@ -1,0 +1,203 @@
+"""Who may call which route: the one place where every request's access is decided, before any view runs and before
+any view reads the body (docs/security/roles.md).
+
+The decision is taken on what Django routes on (`request.path_info` resolved to a URL name and its arguments): the
+route's rule names the capability each method needs (accounts_app.roles.Capability), the URL's arguments name the
+scope (a model, a project, a chat session, a trash item), and accounts_app.policy decides. A route without a rule is
+refused (fail closed), and the role x route matrix test (tests/accounts/test_route_matrix.py) fails until it has one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.middleware.csrf import CsrfViewMiddleware
+from django.urls import Resolver404, resolve
+
+from accounts_app.identity import NoIdentity, accounts_enabled, anonymous, anonymous_reader, identify
+from accounts_app.policy import Scope, decide
+from accounts_app.roles import Capability
+from api.envelope import error_response
+from api.principal import Principal, Via
+from chat_app.selectors import session_scope
+from core.errors import FORBIDDEN, INTERNAL, INVALID, UNAUTHORIZED
+from models_app.access_scopes import model_scope, project_scope, trash_item_scope
+from viewer_gateway.edge import ANONYMOUS_GET_ROUTES, SAFE_METHODS, SELF_AUTHENTICATING_NAMESPACES, TokenFailures
+
+PUBLIC, SIGNED_IN, CREATE, ADMINISTER = Capability.PUBLIC, Capability.SIGNED_IN, Capability.CREATE, Capability.ADMINISTER
+VIEW, REVIEW, EDIT, OWN, DOWNLOAD = Capability.VIEW, Capability.REVIEW, Capability.EDIT, Capability.OWN, Capability.DOWNLOAD
+
+# URL name -> {method: capability}. HEAD and OPTIONS take GET's rule. "SIGNED_IN" on a list means the view shows only
+# what the caller may see (accounts_app.policy.visible_project_ids); on a create whose scope is named in the body, the
+# use case asks accounts_app.policy.require for it.
+ROUTE_RULES: dict[str, dict[str, Capability]] = {
+    # pages and documents that need no identity
+    "web-client": {"GET": PUBLIC},
+    "docs": {"GET": PUBLIC},
+    "openapi": {"GET": PUBLIC},
+    "sign-in": {"GET": PUBLIC, "POST": PUBLIC},
+    "sign-out": {"POST": PUBLIC},
+    "share-open": {"GET": PUBLIC},
+    "oidc_authentication_init": {"GET": PUBLIC},
+    "oidc_authentication_callback": {"GET": PUBLIC},
+    "oidc_logout": {"GET": PUBLIC, "POST": PUBLIC},
+    # people
+    "users": {"GET": ADMINISTER, "POST": ADMINISTER},
+    "user-detail": {"GET": ADMINISTER, "PATCH": ADMINISTER, "DELETE": ADMINISTER},
+    "auth-me": {"GET": SIGNED_IN},
+    "auth-password": {"POST": SIGNED_IN},
+    # POST authenticates by session, token, or username + password in the body (throttled like the sign-in)
+    "auth-tokens": {"GET": SIGNED_IN, "POST": PUBLIC},
+    "auth-token-detail": {"DELETE": SIGNED_IN},
+    "project-members": {"GET": VIEW},
+    "project-member": {"PUT": OWN, "DELETE": OWN},
+    "share-links": {"GET": OWN, "POST": OWN},
+    "share-link": {"GET": OWN, "DELETE": OWN},
+    "project-audit": {"GET": OWN},
+    "audit": {"GET": ADMINISTER},
+    # models
+    "model-list": {"GET": SIGNED_IN, "POST": CREATE},
+    "model-detail": {"GET": VIEW, "DELETE": OWN},
+    "model-retry": {"POST": EDIT},
+    "model-download": {"GET": DOWNLOAD},
+    "model-revisions": {"GET": VIEW, "POST": EDIT},
+    "model-version-geometry": {"GET": VIEW, "POST": VIEW},
+    "model-xkt": {"GET": VIEW},
+    "model-metadata": {"GET": VIEW},
+    "model-render": {"GET": VIEW},
+    "model-version-xkt": {"GET": VIEW},
+    "model-version-metadata": {"GET": VIEW},
+    "trash-list": {"GET": SIGNED_IN},
+    "trash-restore": {"POST": OWN},
+    "trash-item": {"DELETE": OWN},
+    # the build script and its versions (the edit service behind the gateway's proxy)
+    "edit-proxy-script": {"GET": VIEW, "PUT": EDIT},
+    "edit-proxy-script-params": {"GET": VIEW},
+    "edit-proxy-script-undo": {"POST": EDIT},
+    "edit-proxy-script-redo": {"POST": EDIT},
+    "edit-proxy-script-discard": {"POST": EDIT},
+    "edit-proxy-script-run": {"POST": EDIT},
+    "edit-proxy-script-save": {"POST": EDIT},
+    "edit-proxy-script-rollback": {"POST": EDIT},
+    "edit-proxy-script-diff": {"POST": VIEW},
+    "edit-proxy-script-staging-diff": {"GET": VIEW},
+    "edit-proxy-script-locate": {"GET": VIEW},
+    "edit-proxy-scripts": {"GET": VIEW},
+    "edit-proxy-edit-pending": {"GET": VIEW, "DELETE": EDIT},
+    "edit-proxy-edit-history": {"GET": VIEW},
+    "edit-proxy-edit-versions": {"GET": VIEW},
+    "edit-proxy-edit-diff": {"POST": VIEW},
+    # review
+    "issue-list": {"GET": VIEW, "POST": REVIEW},
+    "issues-bcf-export": {"GET": VIEW},
+    "issues-bcf-import": {"POST": REVIEW},
+    "issue-detail": {"GET": VIEW, "PATCH": REVIEW, "DELETE": REVIEW},
+    "comment-list": {"GET": VIEW, "POST": REVIEW},
+    "comment-detail": {"GET": VIEW, "PATCH": REVIEW, "DELETE": REVIEW},
+    "issue-screenshot": {"GET": VIEW},
+    "override-set": {"GET": VIEW},
+    "overrides-migrate": {"POST": EDIT},
+    "entity-properties": {"GET": VIEW, "PUT": EDIT},
+    "change-log": {"GET": VIEW},
+    # IDS checks
+    "ids-file-list": {"GET": VIEW},
+    "ids-file": {"GET": VIEW, "PUT": REVIEW, "DELETE": REVIEW},
+    "check-list": {"GET": VIEW, "POST": REVIEW},
+    "check-detail": {"GET": VIEW},
+    "check-report-html": {"GET": VIEW},
+    "check-report-bcf": {"GET": VIEW},
+    "check-issues": {"POST": REVIEW},
+    # plans
+    "plan-history": {"GET": VIEW},
+    "plan-diff": {"GET": VIEW},
+    "plan-deliver": {"POST": EDIT},
+    "plan-file": {"GET": VIEW, "PUT": EDIT, "DELETE": EDIT},
+    # the agent: its session is its project's; talking to it is editing, reading it is viewing
+    "chat-projects": {"POST": CREATE},
+    "chat-project": {"DELETE": OWN},
+    "chat-sessions": {"GET": SIGNED_IN, "POST": SIGNED_IN},
+    "chat-messages": {"GET": VIEW, "POST": EDIT},
+    "chat-events": {"GET": VIEW},
+    "chat-answer": {"POST": EDIT},
+    "chat-abort": {"POST": EDIT},
+}
+
+# the URL argument that names a route's scope, in order of precedence
+SCOPE_ARGUMENTS: tuple[tuple[str, Callable[[str], Scope]], ...] = (
+    ("model_id", model_scope),
+    ("project_id", project_scope),
+    ("cid", session_scope),
+    ("item_id", trash_item_scope),
+)
+
+
+def route_scope(kwargs: dict) -> Scope | None:
+    for argument, scope_of in SCOPE_ARGUMENTS:
+        if argument in kwargs:
+            return scope_of(kwargs[argument])
+    return None
+
+
+def route_capability(url_name: str | None, method: str) -> Capability | None:
+    rule = ROUTE_RULES.get(url_name or "")
+    if rule is None:
+        return None
+    return rule.get("GET" if method in ("HEAD", "OPTIONS") else method)
+
+
+def _csrf_refusal(request):
+    """A session (cookie) may change nothing without the CSRF token the page got with it (X-CSRFToken)."""
+    check = CsrfViewMiddleware(lambda _request: None)
+    check.process_request(request)
+    return check.process_view(request, lambda _request: None, (), {})
+
+
+def _method_not_allowed(request, rule: dict[str, Capability]):
+    allowed = ", ".join(sorted({*rule, "OPTIONS", *(["HEAD"] if "GET" in rule else [])}))
+    return error_response(INVALID, f'Method "{request.method}" not allowed.', headers={"Allow": allowed})
+
+
+def request_principal(request, route_name: str, capability: Capability, address: str):
+    """The caller's principal, or the 401 answer for a request whose credential fails or that carries none where
+    one is needed. A failed credential counts towards the address's failure throttle (viewer_gateway/edge.py)."""
+    principal = identify(request, address=address, authorization=request.headers.get("Authorization", ""))
+    if isinstance(principal, NoIdentity):
+        if principal.presented:
+            TokenFailures(address).add_one()
+        return error_response(UNAUTHORIZED, principal.message)
+    if principal is None:
+        if capability == Capability.PUBLIC:
+            return anonymous(address)
+        if route_name in ANONYMOUS_GET_ROUTES and not accounts_enabled():
+            return anonymous_reader(address)  # the spec's anonymous geometry GETs while only the operator's token guards
+        return error_response(UNAUTHORIZED, "sign in, or send a bearer token (Authorization: Bearer ...)")
+    return principal
+
+
+class AccessMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            route = resolve(request.path_info)
+        except Resolver404:
+            return self.get_response(request)  # no route: Django's 404 (static assets: WhiteNoise answered already)
+        if SELF_AUTHENTICATING_NAMESPACES.intersection(route.namespaces):
+            return self.get_response(request)
+        rule = ROUTE_RULES.get(route.url_name or "")
+        if rule is None:
+            return error_response(INTERNAL, f"no access rule for route {route.url_name!r}: refused")
+        capability = route_capability(route.url_name, request.method)
+        if capability is None:
+            return _method_not_allowed(request, rule)
+        principal = request_principal(request, route.url_name, capability, request.META.get("REMOTE_ADDR", ""))
+        if not isinstance(principal, Principal):
+            return principal
+        if principal.via == Via.SESSION and request.method not in SAFE_METHODS and _csrf_refusal(request) is not None:
+            return error_response(FORBIDDEN, "CSRF check failed: send the X-CSRFToken header the page got with its session")
+        decision = decide(principal, capability, route_scope(route.kwargs))
+        if not decision.allowed:
+            return error_response(decision.code, decision.message)
+        request.principal = principal
+        return self.get_response(request)
