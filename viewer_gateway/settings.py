@@ -92,7 +92,7 @@ AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_ONLY_ADMIN_SITE = True
+AXES_ONLY_ADMIN_SITE = False  # every sign-in path: the admin, the web client's page, token creation with a password
 AXES_VERBOSE = False
 
 ROOT_URLCONF = "viewer_gateway.urls"

@@ -3,6 +3,8 @@ from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
+from accounts_app import urls as accounts_urls
+from accounts_app.pages import urls as account_page_urls
 from chat_app import urls as chat_urls
 from checks_app import urls as checks_urls
 from plans_app import urls as plans_urls
@@ -17,6 +19,8 @@ api_v1 = [
     *models_urls.api_urlpatterns,
     *issues_urls.api_urlpatterns,
     *chat_urls.api_urlpatterns,
+    *accounts_urls.api_urlpatterns,  # before plans: projects/<id>/<name> would take projects/<id>/members
+    *account_page_urls.api_urlpatterns,
     *checks_urls.api_urlpatterns,  # before plans: projects/<id>/<name> would take projects/<id>/ids
     *plans_urls.api_urlpatterns,
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
@@ -29,4 +33,5 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("v1/", include(models_urls.static_urlpatterns + issues_urls.static_urlpatterns)),
     path("admin/", admin.site.urls),
+    *account_page_urls.page_urlpatterns,
 ]

@@ -1,0 +1,2 @@
+api_urlpatterns = []
+page_urlpatterns = []
