@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from models_app.conversion import SHIPPED_CONVERTER
 from sandboxing.limits import FALSE_WORDS, TRUE_WORDS
@@ -64,11 +65,25 @@ class GatewayConfig:
     tokenFailureWindowSeconds: int = 60
     maxStreamsPerClient: int = 20
     trashRetentionDays: int = 30
+    # single sign-on with an OpenID Connect provider (docs/security/single-sign-on.md); off while oidcIssuer is empty
+    oidcIssuer: str = ""
+    oidcClientId: str = ""
+    oidcClientSecret: str = ""
+    oidcName: str = "single sign-on"
+    oidcUsernameClaim: str = "preferred_username"
+    oidcGroupsClaim: str = ""
+    oidcAdminGroups: tuple[str, ...] = ()
+    oidcGuestGroups: tuple[str, ...] = ()
+    oidcScopes: str = "openid email profile"
     source: str = field(default="defaults", compare=False)
 
     @property
     def max_upload_bytes(self) -> int:
         return int(self.maxUploadMB * 1024 * 1024)
+
+    @property
+    def oidc_enabled(self) -> bool:
+        return bool(self.oidcIssuer)
 
     @property
     def listens_on_loopback(self) -> bool:
@@ -122,6 +137,15 @@ _KEYS = {
     "tokenFailureWindowSeconds": ((int,), int),
     "maxStreamsPerClient": ((int,), int),
     "trashRetentionDays": ((int,), int),
+    "oidcIssuer": ((str,), None),
+    "oidcClientId": ((str,), str),
+    "oidcClientSecret": ((str,), str),
+    "oidcName": ((str,), str),
+    "oidcUsernameClaim": ((str,), str),
+    "oidcGroupsClaim": ((str,), str),
+    "oidcAdminGroups": ((str, list), None),
+    "oidcGuestGroups": ((str, list), None),
+    "oidcScopes": ((str,), None),
 }
 
 _ENV_OVERRIDES = {
@@ -134,6 +158,10 @@ _ENV_OVERRIDES = {
     "trustedProxies": "VIEWER_TRUSTED_PROXIES",
     "conversionAllowNoCgroup": "VIEWER_CONVERSION_ALLOW_NO_CGROUP",
     "trashRetentionDays": "VIEWER_TRASH_RETENTION_DAYS",
+    # Not in the spec's table: the provider's client secret is better kept out of the file.
+    "oidcIssuer": "VIEWER_OIDC_ISSUER",
+    "oidcClientId": "VIEWER_OIDC_CLIENT_ID",
+    "oidcClientSecret": "VIEWER_OIDC_CLIENT_SECRET",
     # Not in the spec's table: lets `make run` give gateway and edit service one data directory.
     "dataDir": "VIEWER_DATA_DIR",
 }
@@ -156,6 +184,33 @@ def _proxy_networks(value: str | list) -> tuple[str, ...]:
     return entries
 
 
+def _oidc_issuer(value: str) -> str:
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if not parts.hostname or parts.query or parts.fragment or not (parts.scheme == "https" or (parts.scheme == "http" and loopback)):
+        raise ConfigError(f"oidcIssuer: expected the provider's https:// issuer URL (http only on loopback), without query or fragment, got {json.dumps(value)}")
+    return value
+
+
+def _oidc_scopes(value: str) -> str:
+    scopes = value.split()
+    if "openid" not in scopes:
+        raise ConfigError(f"oidcScopes: must include \"openid\", got {json.dumps(value)}")
+    return " ".join(scopes)
+
+
+def _oidc_problem(config: GatewayConfig) -> str | None:
+    """What single sign-on lacks to work, naming the key; None when it is off or complete."""
+    if not config.oidcIssuer:
+        return None
+    for key in ("oidcClientId", "oidcClientSecret", "oidcUsernameClaim"):
+        if not getattr(config, key).strip():
+            return f"{key}: required with oidcIssuer (the client registered at the provider)"
+    return None
+
+
 def _convert(key: str, value):
     accepted, converter = _KEYS[key]
     if accepted == (bool,) and isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
@@ -167,6 +222,12 @@ def _convert(key: str, value):
         return _string_list(key, value)
     if key == "trustedProxies":
         return _proxy_networks(value)
+    if key in ("oidcAdminGroups", "oidcGuestGroups"):
+        return _string_list(key, value)
+    if key == "oidcIssuer":
+        return _oidc_issuer(value.strip())
+    if key == "oidcScopes":
+        return _oidc_scopes(value)
     if key in ("port", "conversionWorkers", "maxUploadMB", "tokenFailureLimit", "tokenFailureWindowSeconds", "maxStreamsPerClient", "conversionTimeoutSeconds", "editServiceTimeoutSeconds", "conversionMemoryMB") and value <= 0:
         raise ConfigError(f"{key}: must be positive, got {value}")
     if key == "llmContextTokens" and value < 2000:
@@ -213,6 +274,8 @@ def load_config(environ=None) -> GatewayConfig:
                 raw_value = int(raw_value)  # an environment value is always text
             values[key] = _convert(key, raw_value)
     config = GatewayConfig(**values, source=source)
+    if problem := _oidc_problem(config):
+        raise ConfigError(problem)
     return GatewayConfig(
         **{
             **{k: getattr(config, k) for k in _KEYS},
