@@ -28,17 +28,19 @@ from django.core.cache import cache
 from django.http.cookie import parse_cookie
 from django.urls import Resolver404, resolve
 
+from accounts_app.roles import Capability
 from accounts_app.secrets import SHARE_COOKIE, TOKEN_PREFIX
 from api.envelope import CROSS_SITE, TOO_MANY_REQUESTS, UNAUTHORIZED
+from viewer_gateway.access_rules import route_capability
 
 logger = logging.getLogger(__name__)
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
-# URL names of the GETs that stay anonymous: the spec's three static files and a saved version's geometry files
-# (viewers and <img> tags cannot send headers), and the two HTML shells that ask for the token and send it with
-# every request they make.
+# URL names of the GETs that stay anonymous while no accounts exist: the spec's three static files and a saved
+# version's geometry files (viewers and <img> tags cannot send headers). With accounts they need a session or a
+# share link's cookie, which a same-origin loader sends. Routes whose rule is public need no token at all.
 ANONYMOUS_GET_ROUTES = frozenset({
-    "model-xkt", "model-metadata", "model-version-xkt", "model-version-metadata", "issue-screenshot", "web-client", "docs",
+    "model-xkt", "model-metadata", "model-version-xkt", "model-version-metadata", "issue-screenshot",
 })
 # Django's admin has its own staff login, session and CSRF protection.
 SELF_AUTHENTICATING_NAMESPACES = frozenset({"admin"})
@@ -113,6 +115,8 @@ def is_token_exempt(method: str, path_info: str, headers: dict[str, str]) -> boo
         return True
     route = _route(path_info)
     if route is not None and SELF_AUTHENTICATING_NAMESPACES.intersection(route.namespaces):
+        return True
+    if route is not None and route_capability(route.url_name, method) == Capability.PUBLIC:
         return True
     if method not in ("GET", "HEAD"):
         return False
