@@ -15,12 +15,14 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
+from accounts_app.audit import audit_record
+from api.principal import Principal
 from core.errors import Conflict, Invalid, NotFound
 from core.files import link_or_copy, place_file
 from models_app import edit_client
 from models_app.models import IfcModel, ModelRevision
 from models_app.project_services import project_lock_of_model
-from models_app.selectors import model_get
+from models_app.selectors import model_get, project_of_model
 from models_app.services import checked_ifc_upload, queue_conversion
 from models_app.storage import IFC_FILE, model_file, revision_file, revisions_dir, script_state_present
 
@@ -55,7 +57,7 @@ def _place(source: Path, target: Path, made: list[Path]) -> None:
     made.append(target)
 
 
-def model_revision_upload(*, model_id: str, uploaded_file, author: str) -> ModelRevision:
+def model_revision_upload(*, model_id: str, uploaded_file, author: str, by: Principal | None = None) -> ModelRevision:
     """POST /models/{id}/revisions: the uploaded IFC (checked as an upload) becomes the model's next revision and its
     current IFC, queued for conversion. At the first revision the model's IFC so far is recorded as v1. Files and
     records both or neither: a failure leaves the model as it was."""
@@ -92,6 +94,8 @@ def model_revision_upload(*, model_id: str, uploaded_file, author: str) -> Model
         for path in made:
             path.unlink(missing_ok=True)
         raise
+    if by is not None:
+        audit_record(by, "model.revision", object=f"model:{model.id}", project_id=project_of_model(model.id) or "", detail={"version": revision.version, "name": name})
     return revision
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
+from accounts_app.audit import audit_record
+from api.principal import Principal
 from core import jobs
 from core.errors import Conflict, Invalid, NotFound, TooLarge
 from core.files import link_or_copy
@@ -65,8 +67,9 @@ def checked_ifc_upload(uploaded_file) -> tuple[str, Path]:
     return name, temp_path
 
 
-def model_upload(*, uploaded_file) -> IfcModel:
-    """Stores an uploaded IFC (already streamed to a temporary file) and queues its conversion."""
+def model_upload(*, uploaded_file, by: Principal | None = None) -> IfcModel:
+    """Stores an uploaded IFC (already streamed to a temporary file) and queues its conversion; `by`: who uploads it,
+    for the audit trail."""
     name, temp_path = checked_ifc_upload(uploaded_file)
     model = IfcModel(name=name, size=uploaded_file.size)
     folder = model_dir(model.id)
@@ -82,6 +85,8 @@ def model_upload(*, uploaded_file) -> IfcModel:
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+    if by is not None:
+        audit_record(by, "model.upload", object=f"model:{model.id}", detail={"name": name, "size": uploaded_file.size})
     return model
 
 

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts_app.audit import audit_record
 from core.errors import Conflict, NotFound
 from models_app.models import MODEL_ID_PATTERN, PROJECT_ID_PATTERN, Deletion, IfcModel, Project, ProjectModel
 from models_app.project_services import project_delete
@@ -53,6 +54,13 @@ def _trash_item(item_id: str, *, lock: bool = False) -> Deletion:
     if project_id and trash_list().filter(target_id=project_id).exists():
         raise Conflict(f"model {item_id} went to the trash with project {project_id}: restore or purge the project")
     raise NotFound(f"{item_id} is not in the trash")
+
+
+def _project_id_of(deletion: Deletion) -> str:
+    """The project a trashed item belongs to (a project: itself), for its audit events."""
+    if deletion.kind == Deletion.Kind.PROJECT:
+        return deletion.target_id
+    return ProjectModel.with_trashed.filter(model_id=deletion.target_id).values_list("project_id", flat=True).first() or ""
 
 
 # --- moving to the trash ---------------------------------------------------------------------------------------
@@ -105,6 +113,7 @@ def model_trash(model_id: str, *, by: Principal) -> Deletion:
 
     _with_folders_moved([model.id], to_trash=True, update=update)
     logger.info("model %s moved to the trash by %s (%s)", model.id, by.name, by.address)
+    audit_record(by, "model.delete", object=f"model:{model.id}", project_id=_project_id_of(deletion[0]), detail={"name": model.name})
     return deletion[0]
 
 
@@ -125,6 +134,7 @@ def project_trash(project_id: str, *, by: Principal) -> Deletion:
 
     _with_folders_moved(model_ids, to_trash=True, update=update)
     logger.info("project %s moved to the trash with models %s by %s (%s)", project.id, model_ids, by.name, by.address)
+    audit_record(by, "project.delete", object=f"project:{project.id}", project_id=project.id, detail={"title": project.title, "models": model_ids})
     return deletion[0]
 
 
@@ -163,6 +173,7 @@ def trash_restore(item_id: str, *, by: Principal) -> IfcModel | Project:
         _with_folders_moved(deletion.model_ids, to_trash=False, update=update)
     _resume_conversions(deletion.model_ids)
     logger.info("%s %s restored from the trash by %s (%s)", deletion.kind, deletion.target_id, by.name, by.address)
+    audit_record(by, "trash.restore", object=f"{deletion.kind}:{deletion.target_id}", project_id=_project_id_of(deletion), detail={"title": deletion.title})
     return restored_class.objects.get(pk=deletion.target_id)
 
 
@@ -171,6 +182,7 @@ def trash_restore(item_id: str, *, by: Principal) -> IfcModel | Project:
 
 def _purge(deletion: Deletion, by: Principal) -> None:
     """Inside a transaction holding the deletion row: removes the model (or project with its models) for good."""
+    audit_record(by, "trash.purge", object=f"{deletion.kind}:{deletion.target_id}", project_id=_project_id_of(deletion), detail={"title": deletion.title, "models": deletion.model_ids})
     if deletion.kind == Deletion.Kind.MODEL:
         if IfcModel.with_trashed.filter(pk=deletion.target_id).exists():
             model_delete(deletion.target_id)
