@@ -6,6 +6,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.signatures import signed_by
 from api.views import json_object, validated
 from checks_app import selectors, services
 from checks_app.serializers import (
@@ -124,5 +125,6 @@ class CheckIssuesView(APIView):
     def post(self, request, model_id, check_id):
         options = validated(PinIssuesSerializer, json_object(request))
         return Response(services.check_pin_issues(
-            model_id=model_id, check_id=check_id, author=options["author"], provenance=options["provenance"], per=options["per"], confirm=options["confirm"],
+            model_id=model_id, check_id=check_id, provenance=options["provenance"], per=options["per"], confirm=options["confirm"],
+            signature=signed_by(request, options["author"]),
         ))

@@ -35,9 +35,11 @@ ISSUE_COLUMNS = {
     "topicGuid": "bcf_topic_guid", "topicType": "topic_type", "priority": "priority", "labels": "labels", "assignedTo": "assigned_to",
     "dueDate": "due_date", "stage": "stage", "referenceLinks": "reference_links", "relatedTopics": "related_topics",
     "documentReferences": "document_references", "creationAuthor": "author", "modifiedAuthor": "modified_author",
-    "modifiedAt": "modified_at", "viewpoints": "viewpoints",
+    "modifiedAt": "modified_at", "viewpoints": "viewpoints", "authorVerified": "author_verified",
+    "modifiedAuthorVerified": "modified_author_verified", "assignedToMember": "assigned_to_member",
 }
 TIMESTAMP_FIELDS = ("createdAt", "updatedAt", "dueDate", "modifiedAt")
+BOOLEAN_FIELDS = ("authorVerified", "modifiedAuthorVerified", "assignedToMember")  # SQLite gives 0 or 1
 JSON_FIELDS = ("camera", "labels", "referenceLinks", "relatedTopics", "documentReferences", "viewpoints")
 # GET issues filters: query parameter -> column compared for equality
 EQUALITY_FILTERS = {"status": "status", "priority": "priority", "assignedTo": "assigned_to", "topicType": "topic_type", "stage": "stage", "entityId": "entity_id"}
@@ -191,6 +193,8 @@ def _render_issue_list(model_id: str, filters: dict) -> bytes:
             issue[name] = orjson.Fragment(value) if isinstance(value, str) else value
         for name in TIMESTAMP_FIELDS:
             issue[name] = _timestamp(issue[name])
+        for name in BOOLEAN_FIELDS:
+            issue[name] = bool(issue[name])
         issues.append(issue)
     return orjson.dumps(issues)
 

@@ -9,6 +9,8 @@ from issues_app.viewpoints import GUID_RE, ViewpointError, clean_viewpoints
 from api.fields import StrictCharField
 
 MAX_LIST_ITEMS = 1000
+AUTHOR_VERIFIED_HELP = "true: author is the username of the account that wrote it (a self-declared author was ignored); false: self-declared"
+SIGNED_KEYS = {"authorVerified", "modifiedAuthorVerified"}
 
 
 class StrictNumberField(serializers.FloatField):
@@ -156,6 +158,9 @@ class IssueSerializer(serializers.Serializer):
     modifiedAuthor = serializers.CharField(source="modified_author", help_text="who changed the topic last, empty when never changed")
     modifiedAt = serializers.DateTimeField(source="modified_at", allow_null=True, help_text="last change of the topic or its comments, null when never changed")
     viewpoints = ViewpointsField(help_text="BCF-API 3.0 viewpoints; snapshot {snapshot_type, snapshot_url}, bitmaps with bitmap_url")
+    authorVerified = serializers.BooleanField(source="author_verified", help_text=AUTHOR_VERIFIED_HELP)
+    modifiedAuthorVerified = serializers.BooleanField(source="modified_author_verified", help_text="the same for modifiedAuthor")
+    assignedToMember = serializers.BooleanField(source="assigned_to_member", help_text="assignedTo is a member's username (false: free text)")
 
 
 class KnownKeysSerializer(serializers.Serializer):
@@ -173,7 +178,7 @@ class KnownKeysSerializer(serializers.Serializer):
 class IssuePatchSerializer(KnownKeysSerializer, TopicFieldsSerializer):
     read_only_keys = {
         "id", "entityId", "entityName", "entityType", "author", "provenance", "camera", "screenshot", "createdAt", "updatedAt",
-        "topicGuid", "creationAuthor", "modifiedAt",
+        "topicGuid", "creationAuthor", "modifiedAt", "assignedToMember", *SIGNED_KEYS,
     }
 
     title = StrictCharField(required=False, max_length=512)
@@ -203,12 +208,14 @@ class CommentSerializer(serializers.Serializer):
     viewpointGuid = serializers.SerializerMethodField(help_text="a viewpoint of the issue, null when none")
     modifiedDate = serializers.DateTimeField(source="modified_date", allow_null=True)
     modifiedAuthor = serializers.CharField(source="modified_author", help_text="empty when never modified")
+    authorVerified = serializers.BooleanField(source="author_verified", help_text=AUTHOR_VERIFIED_HELP)
+    modifiedAuthorVerified = serializers.BooleanField(source="modified_author_verified", help_text="the same for modifiedAuthor")
 
     def get_viewpointGuid(self, comment: Comment) -> str | None:
         return comment.viewpoint_guid or None
 
 
-COMMENT_READ_ONLY_KEYS = {"id", "date", "modifiedDate"}
+COMMENT_READ_ONLY_KEYS = {"id", "date", "modifiedDate", *SIGNED_KEYS}
 
 
 class CommentInputSerializer(KnownKeysSerializer):
@@ -247,10 +254,11 @@ class ChangeEntrySerializer(serializers.ModelSerializer):
     newValue = serializers.CharField(source="new_value")
     provenance = ProvenanceField(read_only=True)
     createdAt = serializers.DateTimeField(source="created_at")
+    authorVerified = serializers.BooleanField(source="author_verified", help_text=AUTHOR_VERIFIED_HELP)
 
     class Meta:
         model = ChangeEntry
-        fields = ["id", "entityId", "entityName", "field", "oldValue", "newValue", "author", "provenance", "operation", "diff", "createdAt"]
+        fields = ["id", "entityId", "entityName", "field", "oldValue", "newValue", "author", "provenance", "operation", "diff", "createdAt", "authorVerified"]
 
 
 class MigrateRequestSerializer(serializers.Serializer):

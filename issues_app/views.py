@@ -6,6 +6,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.signatures import signed_by
 from api.views import json_object, validated
 from core.errors import Invalid
 from core.limits import BCF_ARCHIVE_MAX_BYTES, ISSUE_PART_MAX_BYTES
@@ -79,7 +80,7 @@ class IssueListView(UploadLimit, APIView):
     def post(self, request, model_id):
         model_get(model_id)
         data = validated(IssueInputSerializer, _issue_part(request))
-        issue = services.issue_create(model_id=model_id, data=data, screenshot=request.FILES.get("screenshot"))
+        issue = services.issue_create(model_id=model_id, data=data, screenshot=request.FILES.get("screenshot"), signature=signed_by(request, data["author"]))
         return Response(IssueSerializer(issue).data)
 
 
@@ -90,7 +91,8 @@ class IssueDetailView(APIView):
     def patch(self, request, model_id, issue_id):
         issue = selectors.issue_get(model_id, issue_id)
         changes = validated(IssuePatchSerializer, json_object(request), {"kept_urls": issue_image_urls(issue)})
-        return Response(IssueSerializer(services.issue_update(model_id=model_id, issue_id=issue_id, changes=changes)).data)
+        signature = signed_by(request, changes.get("modifiedAuthor"))
+        return Response(IssueSerializer(services.issue_update(model_id=model_id, issue_id=issue_id, changes=changes, signature=signature)).data)
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete an issue and its screenshot")
     def delete(self, request, model_id, issue_id):
@@ -109,7 +111,8 @@ class CommentListView(APIView):
     def post(self, request, model_id, issue_id):
         selectors.issue_get(model_id, issue_id)
         data = validated(CommentInputSerializer, json_object(request))
-        comment = services.comment_add(model_id=model_id, issue_id=issue_id, text=data["text"], author=data["author"], viewpoint_guid=data.get("viewpointGuid"))
+        comment = services.comment_add(model_id=model_id, issue_id=issue_id, text=data["text"], viewpoint_guid=data.get("viewpointGuid"),
+                                       signature=signed_by(request, data["author"]))
         return Response(CommentSerializer(comment).data)
 
 
@@ -120,7 +123,9 @@ class CommentDetailView(APIView):
     def patch(self, request, model_id, issue_id, comment_id):
         selectors.comment_get(model_id, issue_id, comment_id)
         changes = validated(CommentPatchSerializer, json_object(request))
-        return Response(CommentSerializer(services.comment_update(model_id=model_id, issue_id=issue_id, comment_id=comment_id, changes=changes)).data)
+        signature = signed_by(request, changes.get("modifiedAuthor"))
+        comment = services.comment_update(model_id=model_id, issue_id=issue_id, comment_id=comment_id, changes=changes, signature=signature)
+        return Response(CommentSerializer(comment).data)
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete a comment")
     def delete(self, request, model_id, issue_id, comment_id):
@@ -159,8 +164,8 @@ class EntityPropertiesView(APIView):
             entity_id=entity_id,
             entity_name=data["entityName"],
             fields=data["fields"],
-            author=data["author"],
             provenance=data["provenance"],
+            signature=signed_by(request, data["author"]),
         )
         return Response(effective)
 
@@ -181,7 +186,7 @@ class OverridesMigrateView(APIView):
     )
     def post(self, request, model_id):
         data = validated(MigrateRequestSerializer, request.data if request.body else {})
-        result = migrate_overrides.migrate_overrides(model_id=model_id, author=data["author"], provenance=data["provenance"])
+        result = migrate_overrides.migrate_overrides(model_id=model_id, provenance=data["provenance"], signature=signed_by(request, data["author"]))
         return Response(result)
 
 

@@ -5,6 +5,7 @@ from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.signatures import signed_by
 from core.errors import Invalid
 from models_app import script_services
 from models_app.edit_client import SandboxBusy
@@ -50,6 +51,7 @@ class EditProxyView(APIView):
             method=request.method,
             query=dict(request.query_params.lists()) or None,
             body=self._body(request),
+            signature=signed_by(request),
         )
         return Response(payload)
 

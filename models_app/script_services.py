@@ -8,6 +8,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable
 
+from api.signatures import Signature
 from core.errors import ApplicationError, Invalid, NotFound
 from core.provenance import DEFAULT_AUTHOR, Provenance, provenance_error
 from models_app import edit_client, revision_services
@@ -19,8 +20,8 @@ from models_app.signals import version_saved
 
 logger = logging.getLogger(__name__)
 
-# (model id, edit-service answer, validated request body) -> the answer to give
-SuccessHook = Callable[[str, dict, dict], dict]
+# (model id, edit-service answer, validated request body, who signs the call) -> the answer to give
+SuccessHook = Callable[[str, dict, dict, Signature], dict]
 
 
 def check_provenance(body) -> None:
@@ -32,12 +33,12 @@ def check_provenance(body) -> None:
         raise Invalid(provenance_error(provenance))
 
 
-def queue_reconversion(model_id: str, payload: dict, body: dict) -> dict:
+def queue_reconversion(model_id: str, payload: dict, body: dict, signature: Signature) -> dict:
     request_conversion(model_id)  # the working product changed: the viewer gets a new XKT
     return payload
 
 
-def announce_saved_version(model_id: str, payload: dict, body: dict) -> dict:
+def announce_saved_version(model_id: str, payload: dict, body: dict, signature: Signature) -> dict:
     """Tells the record-keeping apps (change log) about the saved version; a failure there is a warning, never an
     error of the (already successful) save."""
     try:
@@ -46,7 +47,8 @@ def announce_saved_version(model_id: str, payload: dict, body: dict) -> dict:
             model_id=model_id,
             version=payload.get("version", ""),
             changed=(payload.get("diff") or {}).get("changed", []),
-            author=body.get("author") or DEFAULT_AUTHOR,
+            author=signature.author,
+            author_verified=signature.verified,
             provenance=(body.get("provenance") or {}).get("source") or Provenance.UI.value,
             operation=body.get("operation") or "update",
         )
@@ -66,6 +68,7 @@ class ProxyRoute:
     on_success: tuple[SuccessHook, ...] = ()
     # (model id, body) -> the answer, for a model whose versions are its uploaded revisions (revision_services)
     for_revisions: Callable[[str, dict | None], dict] | None = None
+    records_author: bool = False  # the edit service keeps the body's author (a saved version's)
 
     @property
     def changes_product(self) -> bool:
@@ -80,7 +83,7 @@ PROXY_ROUTES = [
     # discard brings model.ifc back to the last saved version, so it is converted again too
     ProxyRoute("script/discard", "/script/discard", ("post",), (queue_reconversion,)),
     ProxyRoute("script/run", "/script/run", ("post",), (queue_reconversion,)),
-    ProxyRoute("script/save", "/script/save", ("post",), (queue_reconversion, announce_saved_version)),
+    ProxyRoute("script/save", "/script/save", ("post",), (queue_reconversion, announce_saved_version), records_author=True),
     ProxyRoute("script/rollback", "/script/rollback", ("post",), (queue_reconversion,)),
     ProxyRoute("script/diff", "/script/diff", ("post",)),
     ProxyRoute("script/staging/diff", "/script/staging/diff", ("get",)),
@@ -98,13 +101,20 @@ def require_model(model_id: str) -> None:
         raise NotFound(f"model {model_id} not found")
 
 
-def forward(*, model_id: str, route: ProxyRoute, method: str, query=None, body=None):
+def forward(*, model_id: str, route: ProxyRoute, method: str, query=None, body=None, signature: Signature | None = None):
     """Forwards one script/edit call for an existing model and applies the route's follow-ups on success; the
-    versions and diff of a model with uploaded revisions are answered from those instead. When the
+    versions and diff of a model with uploaded revisions are answered from those instead. `signature` (the
+    caller's account, api.signatures) replaces the body's self-declared author of a call that records one. When the
     outcome is unknown (the edit service was too slow or the connection broke) a product-changing call is assumed
     to have changed the product: converting once more is harmless, a stale viewer is not."""
     require_model(model_id)
     check_provenance(body)
+    if signature is not None and signature.verified:
+        if route.records_author and isinstance(body, dict):
+            body = {**body, "author": signature.author}
+    else:  # the operator's token, the open mode: the body's self-declared author, as the spec has it
+        declared = body.get("author") if isinstance(body, dict) else None
+        signature = Signature(declared.strip() if isinstance(declared, str) and declared.strip() else DEFAULT_AUTHOR)
     if route.for_revisions is not None and revision_services.uses_revisions(model_id):
         return route.for_revisions(model_id, body)
     try:
@@ -115,7 +125,7 @@ def forward(*, model_id: str, route: ProxyRoute, method: str, query=None, body=N
             request_conversion(model_id)
         raise
     for hook in route.on_success:
-        payload = hook(model_id, payload, body if isinstance(body, dict) else {})
+        payload = hook(model_id, payload, body if isinstance(body, dict) else {}, signature)
     return payload
 
 

@@ -4,6 +4,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api.fields import AuthorField, ProvenanceField
+from api.signatures import signed_by
 from core.errors import Invalid, TooLarge
 from core.limits import PLAN_FILE_BYTES, size_limit_message
 from plans_app import services
@@ -24,8 +25,9 @@ def _json_body(request):
 
 
 def _who(request) -> tuple[str, str]:
-    """author and provenance from the headers X-Author / X-Provenance (the body is the document itself)."""
-    author = AuthorField().run_validation(request.headers.get("X-Author"))
+    """author and provenance from the headers X-Author / X-Provenance (the body is the document itself); a caller with
+    an account signs with its username instead of X-Author."""
+    author = signed_by(request, AuthorField().run_validation(request.headers.get("X-Author"))).author
     provenance = ProvenanceField().run_validation({"source": request.headers["X-Provenance"]} if request.headers.get("X-Provenance") else None)
     return author, provenance
 
@@ -81,4 +83,5 @@ class DeliverView(APIView):
         serializer = DeliverSerializer(data=body if isinstance(body, dict) else {})
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        return Response(deliver(project_id=project_id, plan=data["plan"], bim_supplement=data["bimSupplement"], author=data["author"], provenance=data["provenance"]))
+        return Response(deliver(project_id=project_id, plan=data["plan"], bim_supplement=data["bimSupplement"], provenance=data["provenance"],
+                                signature=signed_by(request, data["author"])))

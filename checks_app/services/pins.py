@@ -12,6 +12,7 @@ import uuid
 from django.db import transaction
 from django.utils import timezone
 
+from api.signatures import Signature
 from checks_app import selectors
 from checks_app.models import PER_ELEMENT, PER_SPECIFICATION, PIN_CONFIRM_ABOVE, PIN_MODES, Check, PinnedFailure
 from checks_app.reports import LABEL, TOPIC_TYPE
@@ -133,13 +134,13 @@ def _gone(key: tuple, failing: dict, checked: dict, truncated: set, per: str) ->
 
 
 def check_pin_issues(*, model_id: str, check_id: str, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value,
-                     per: str = PER_SPECIFICATION, confirm: bool = False) -> dict:
+                     per: str = PER_SPECIFICATION, confirm: bool = False, signature: Signature | None = None) -> dict:
     """Pins the failures of a finished check as review issues, one per failing specification (per="specification")
     or per failing element (per="element"), deduplicated across re-checks of the model: a failure with an open issue
     is left as it is (unchanged; its viewpoint follows the failing elements), one whose issue was resolved is reopened,
     a new one gets an issue (created), and the issue of a failure this check no longer finds is resolved. Per element,
     more than PIN_CONFIRM_ABOVE new issues need confirm=True (Invalid otherwise, nothing changed). One transaction holding
-    the model's row."""
+    the model's row. The issues are signed by `signature` (the caller's account, api.signatures), else by `author`."""
     if per not in PIN_MODES:
         raise Invalid(f"per must be one of {', '.join(PIN_MODES)}, got {per!r}")
     check = selectors.done_check_get(model_id, check_id)
@@ -160,12 +161,12 @@ def check_pin_issues(*, model_id: str, check_id: str, author: str = DEFAULT_AUTH
             elements = len({failure["guid"] for failure in item["failures"]})
             link = links.get(key)
             if link is None:
-                issue = issue_create(model_id=model.id, data=_issue_data(check, key, item, per, boxes, author, provenance))
+                issue = issue_create(model_id=model.id, data=_issue_data(check, key, item, per, boxes, author, provenance), signature=signature)
                 link = PinnedFailure.objects.create(model=model, ids_name=key[0], specification=key[1], guid=key[2], issue=issue, last_check=check)
                 answer["created"].append(_pin_entry(link, elements))
                 continue
             if link.issue.status == Issue.Status.RESOLVED:
-                issue_update(model_id=model.id, issue_id=link.issue_id, changes={"status": Issue.Status.OPEN})
+                issue_update(model_id=model.id, issue_id=link.issue_id, changes={"status": Issue.Status.OPEN}, signature=signature)
                 answer["reopened"].append(_pin_entry(link, elements))
             else:
                 answer["unchanged"].append(_pin_entry(link, elements))
@@ -173,6 +174,6 @@ def check_pin_issues(*, model_id: str, check_id: str, author: str = DEFAULT_AUTH
             PinnedFailure.objects.filter(pk=link.pk).update(last_check=check, updated_at=timezone.now())
         for key, link in links.items():
             if _gone(key, failing, checked, truncated, per) and link.issue.status != Issue.Status.RESOLVED:
-                issue_update(model_id=model.id, issue_id=link.issue_id, changes={"status": Issue.Status.RESOLVED})
+                issue_update(model_id=model.id, issue_id=link.issue_id, changes={"status": Issue.Status.RESOLVED}, signature=signature)
                 answer["resolved"].append(_pin_entry(link, 0))
     return answer

@@ -6,6 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from core.errors import Invalid
+from api.signatures import Signature
 from core.provenance import DEFAULT_AUTHOR
 from issues_app.models import Comment, Issue
 from issues_app.selectors import comment_of_issue, issue_get
@@ -18,13 +19,13 @@ def _check_viewpoint_guid(issue: Issue, viewpoint_guid: str | None) -> None:
         raise Invalid(f"viewpointGuid {viewpoint_guid} is not a viewpoint of issue {issue.id}")
 
 
-def _touch_issue(issue: Issue, author: str | None) -> None:
+def _touch_issue(issue: Issue, author: Signature | None) -> None:
     """A comment change is a change of the topic: modifiedAt moves (which also refreshes the cached issue list)."""
     issue.modified_at = timezone.now()
     fields = ["modified_at", "updated_at"]
     if author:
-        issue.modified_author = author
-        fields.append("modified_author")
+        issue.modified_author, issue.modified_author_verified = author.author, author.verified
+        fields += ["modified_author", "modified_author_verified"]
     issue.save(update_fields=fields)
 
 
@@ -33,8 +34,11 @@ def _locked_issue(model_id: str, issue_id: str) -> Issue:
     return Issue.objects.select_for_update().get(pk=issue_id)
 
 
-def comment_add(*, model_id: str, issue_id: str, text: str, author: str = DEFAULT_AUTHOR, viewpoint_guid: str | None = None) -> Comment:
-    """A new comment at the end of the issue's thread; viewpoint_guid must name one of the issue's viewpoints."""
+def comment_add(*, model_id: str, issue_id: str, text: str, author: str = DEFAULT_AUTHOR, viewpoint_guid: str | None = None,
+                signature: Signature | None = None) -> Comment:
+    """A new comment at the end of the issue's thread; viewpoint_guid must name one of the issue's viewpoints.
+    `signature`, when given, signs it instead of `author`."""
+    signature = signature or Signature(author or DEFAULT_AUTHOR)
     if not (text or "").strip():
         raise Invalid("text: a comment needs text")
     if len(text) > COMMENT_MAX_CHARS:
@@ -42,14 +46,15 @@ def comment_add(*, model_id: str, issue_id: str, text: str, author: str = DEFAUL
     with transaction.atomic():
         issue = _locked_issue(model_id, issue_id)
         _check_viewpoint_guid(issue, viewpoint_guid)
-        comment = Comment.objects.create(issue=issue, text=text, author=author or DEFAULT_AUTHOR, viewpoint_guid=viewpoint_guid or "")
-        _touch_issue(issue, comment.author)
+        comment = Comment.objects.create(issue=issue, text=text, author=signature.author, author_verified=signature.verified,
+                                         viewpoint_guid=viewpoint_guid or "")
+        _touch_issue(issue, signature)
     return comment
 
 
-def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: dict) -> Comment:
+def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: dict, signature: Signature | None = None) -> Comment:
     """changes: text, viewpointGuid (None or "" removes the reference), modifiedAuthor. A real change sets
-    modifiedDate and modifiedAuthor; nothing given changes nothing."""
+    modifiedDate and modifiedAuthor (`signature`, else changes' modifiedAuthor); nothing given changes nothing."""
     if "text" in changes and not (changes["text"] or "").strip():
         raise Invalid("text: a comment needs text")
     if len(changes.get("text") or "") > COMMENT_MAX_CHARS:
@@ -68,9 +73,10 @@ def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: di
             fields.append("viewpoint_guid")
         if fields:
             comment.modified_date = timezone.now()
-            comment.modified_author = changes.get("modifiedAuthor") or DEFAULT_AUTHOR
-            comment.save(update_fields=[*fields, "modified_date", "modified_author"])
-            _touch_issue(issue, comment.modified_author)
+            signature = signature or Signature(changes.get("modifiedAuthor") or DEFAULT_AUTHOR)
+            comment.modified_author, comment.modified_author_verified = signature.author, signature.verified
+            comment.save(update_fields=[*fields, "modified_date", "modified_author", "modified_author_verified"])
+            _touch_issue(issue, signature)
     return comment
 
 

@@ -9,6 +9,8 @@ from django.utils import timezone
 
 from core.errors import Invalid, TooLarge
 from core.limits import SCREENSHOT_MAX_BYTES
+from accounts_app.models import ProjectMember
+from api.signatures import Signature
 from core.provenance import DEFAULT_AUTHOR, Provenance
 from issues_app import bcf
 from issues_app.issue_files import (
@@ -27,7 +29,7 @@ from issues_app.models import Issue
 from issues_app.selectors import issue_get
 from issues_app.viewpoints import PNG_SIGNATURE, camera_of
 from models_app.public import model_dir
-from models_app.selectors import model_get
+from models_app.selectors import model_get, project_of_model
 
 # PATCH field (API name) -> column
 TOPIC_FIELDS = {
@@ -62,9 +64,16 @@ def _topic_values(data: dict) -> dict:
     return {column: data[name] for name, column in TOPIC_FIELDS.items() if name in data and name not in ("title", "comment", "status")}
 
 
-def issue_create(*, model_id: str, data: dict, screenshot=None) -> Issue:
+def assignee_is_member(model_id: str, assigned_to: str) -> bool:
+    """Whether an assignee names a member of the model's project by username (else it is free text, for someone
+    without an account)."""
+    project_id = project_of_model(model_id) if assigned_to else None
+    return bool(project_id) and ProjectMember.objects.filter(project_id=project_id, user__username=assigned_to).exists()
+
+
+def issue_create(*, model_id: str, data: dict, screenshot=None, signature: Signature | None = None) -> Issue:
     """data: validated fields (entityId, entityName, entityType, title, comment, author, provenance, camera, the topic
-    fields and viewpoints). A screenshot becomes the snapshot of the first viewpoint (which then must have none of its
+    fields and viewpoints). `signature`, when given, signs the issue instead of data's author. A screenshot becomes the snapshot of the first viewpoint (which then must have none of its
     own); without a screenshot, a PNG snapshot of the first viewpoint is the screenshot. Without a camera, the first
     viewpoint's camera is the issue's."""
     model = model_get(model_id)
@@ -80,11 +89,13 @@ def issue_create(*, model_id: str, data: dict, screenshot=None) -> Issue:
         entity_type=data.get("entityType", ""),
         title=data["title"],
         comment=data.get("comment", ""),
-        author=data.get("author") or DEFAULT_AUTHOR,
+        author=(signature.author if signature else data.get("author")) or DEFAULT_AUTHOR,
+        author_verified=bool(signature and signature.verified),
         provenance=data.get("provenance") or Provenance.UI.value,
         camera=data.get("camera") or (camera_of(viewpoints[0]) if viewpoints else None),
         **_topic_values(data),
     )
+    issue.assigned_to_member = assignee_is_member(model.id, issue.assigned_to)
     issue.bcf_topic_guid = bcf.topic_guid_for(model.id, issue.id)
     with file_batch(model.id, issue.id) as batch:
         with transaction.atomic():
@@ -111,9 +122,9 @@ def _check_references(issue: Issue, viewpoints: list[dict] | None, document_refe
             raise Invalid(f"documentReferences: document {reference['documentGuid']} is not stored with this model")
 
 
-def issue_update(*, model_id: str, issue_id: str, changes: dict) -> Issue:
+def issue_update(*, model_id: str, issue_id: str, changes: dict, signature: Signature | None = None) -> Issue:
     """Only the given fields change (row lock, so concurrent changes of other fields survive); nothing given
-    changes nothing. A change sets modifiedAt (now) and modifiedAuthor. New viewpoints replace the issue's; images
+    changes nothing. A change sets modifiedAt (now) and modifiedAuthor (`signature`, else changes' modifiedAuthor). New viewpoints replace the issue's; images
     no viewpoint keeps are removed."""
     issue_get(model_id, issue_id)
     with file_batch(model_id, issue_id) as batch:
@@ -125,6 +136,9 @@ def issue_update(*, model_id: str, issue_id: str, changes: dict) -> Issue:
             for name, column in TOPIC_FIELDS.items():
                 if column in fields:
                     setattr(issue, column, changes[name])
+            if "assigned_to" in fields:
+                issue.assigned_to_member = assignee_is_member(issue.model_id, issue.assigned_to)
+                fields.append("assigned_to_member")
             if "viewpoints" in changes:
                 viewpoints = changes["viewpoints"]
                 if viewpoints and not issue.viewpoints and issue.screenshot and not viewpoints[0].get("snapshot"):
@@ -139,8 +153,9 @@ def issue_update(*, model_id: str, issue_id: str, changes: dict) -> Issue:
                         fields.append("screenshot")
             if fields:
                 issue.modified_at = timezone.now()
-                issue.modified_author = changes.get("modifiedAuthor") or DEFAULT_AUTHOR
-                issue.save(update_fields=[*fields, "modified_at", "modified_author", "updated_at"])
+                issue.modified_author = (signature.author if signature else changes.get("modifiedAuthor")) or DEFAULT_AUTHOR
+                issue.modified_author_verified = bool(signature and signature.verified)
+                issue.save(update_fields=[*fields, "modified_at", "modified_author", "modified_author_verified", "updated_at"])
     remove_unused_images(issue, images_before)
     return issue
 

@@ -7,6 +7,7 @@ import json
 
 from django.db import transaction
 
+from api.signatures import Signature
 from core.errors import Invalid
 from core.provenance import DEFAULT_AUTHOR, Provenance
 from issues_app.models import OVERRIDE_FIELDS, ChangeEntry, Override
@@ -27,10 +28,12 @@ def entity_properties_update(
     fields: dict[str, str],
     author: str = DEFAULT_AUTHOR,
     provenance: str = Provenance.UI.value,
+    signature: Signature | None = None,
 ) -> dict[str, str]:
     """Sets (or, with "", clears) whitelisted overrides of one element; one change entry per changed field, whose
-    new value is the value that is effective afterwards (the IFC's when cleared). Returns the element's effective
-    overrides. One transaction, serialised per model."""
+    new value is the value that is effective afterwards (the IFC's when cleared), signed by `signature` (else
+    `author`). Returns the element's effective overrides. One transaction, serialised per model."""
+    signature = signature or Signature(author or DEFAULT_AUTHOR)
     model_get(model_id)
     if not entity_id or len(entity_id) > 64:
         raise Invalid(f"invalid entity id {entity_id!r}: 1 to 64 characters")
@@ -59,7 +62,7 @@ def entity_properties_update(
                 current[field] = new_effective = value
             ChangeEntry.objects.create(
                 model=model, entity_id=entity_id, entity_name=entity_name, field=field,
-                old_value=effective, new_value=new_effective, author=author, provenance=provenance,
+                old_value=effective, new_value=new_effective, author=signature.author, author_verified=signature.verified, provenance=provenance,
                 operation=ChangeEntry.Operation.UPDATE,
             )
     return current
@@ -75,7 +78,8 @@ def _as_text(value) -> str:
     return str(value)
 
 
-def record_version_changes(*, model_id: str, version: str, changed: list[dict], author: str, provenance: str, operation: str) -> list[ChangeEntry]:
+def record_version_changes(*, model_id: str, version: str, changed: list[dict], author: str, provenance: str, operation: str,
+                           author_verified: bool = False) -> list[ChangeEntry]:
     """Change entries for a saved version: one per changed field of its semantic diff ({guid, changes: [{field, old,
     new}]}), with the diff item kept in `diff`."""
     model = model_get(model_id)
@@ -90,7 +94,7 @@ def record_version_changes(*, model_id: str, version: str, changed: list[dict], 
             for change in item["changes"]:
                 entries.append(ChangeEntry.objects.create(
                     model=model, entity_id=item["guid"], entity_name=entity_name, field=change["field"],
-                    old_value=_as_text(change["old"]), new_value=_as_text(change["new"]), author=author,
+                    old_value=_as_text(change["old"]), new_value=_as_text(change["new"]), author=author, author_verified=author_verified,
                     provenance=provenance, operation=operation, diff={"version": version, **change},
                 ))
     return entries

@@ -9,6 +9,7 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from api.signatures import Signature
 from core.errors import ApplicationError, Conflict, Invalid, Upstream
 from core.provenance import DEFAULT_AUTHOR, Provenance
 from issues_app.models import ChangeEntry, Override, OverrideMigration
@@ -23,7 +24,8 @@ logger = logging.getLogger(__name__)
 MIGRATION_STALE_AFTER = timedelta(minutes=15)
 
 
-def migrate_overrides(*, model_id: str, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value) -> dict:
+def migrate_overrides(*, model_id: str, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value,
+                      signature: Signature | None = None) -> dict:
     """Replays every override as a real script edit (edit-call), then one save with operation migrate. One
     migration per model at a time; refused while the model has staged edits of its own (the save would commit
     them). Migrated fields lose their override (unless it changed meanwhile) and get a change entry (operation
@@ -31,6 +33,7 @@ def migrate_overrides(*, model_id: str, author: str = DEFAULT_AUTHOR, provenance
 
     :param model_id: the model whose overrides are migrated (m_ + 16 hex)
     :param author: the author of the saved version and of the change entries
+    :param signature: signs them instead of `author` (the caller's account, api.signatures)
     :param provenance: UI or AI, recorded the same way
     :return: {"migrated": [{entityId, field, value}], "failed": [{entityId, field, value, reason}], "version": "v<n>"
         or None when nothing was saved}
@@ -50,12 +53,12 @@ def migrate_overrides(*, model_id: str, author: str = DEFAULT_AUTHOR, provenance
     try:
         if edit_service_call("GET", f"/models/{model.id}/script").get("source") == "staging":
             raise Conflict("the model has staged edits: save or discard them before migrating overrides")
-        return _migrate(model, author, provenance)
+        return _migrate(model, signature or Signature(author or DEFAULT_AUTHOR), provenance)
     finally:
         OverrideMigration.objects.filter(model=model).delete()
 
 
-def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
+def _migrate(model: IfcModel, signature: Signature, provenance: str) -> dict:
     migrated, failed = [], []
     for override in list(model.overrides.order_by("entity_id", "field")):
         item = {"entityId": override.entity_id, "field": override.field, "value": override.value}
@@ -73,7 +76,7 @@ def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
     try:
         saved = edit_service_call(
             "POST", f"/models/{model.id}/script/save",
-            json={"note": "migrate overrides", "operation": "migrate", "author": author, "provenance": {"source": provenance}},
+            json={"note": "migrate overrides", "operation": "migrate", "author": signature.author, "provenance": {"source": provenance}},
         )
     except ApplicationError as exc:
         _discard_staging(model.id)
@@ -88,7 +91,7 @@ def _migrate(model: IfcModel, author: str, provenance: str) -> dict:
             ChangeEntry.objects.create(
                 model=model, entity_id=override.entity_id, entity_name=override.entity_name, field=override.field,
                 old_value=element_ifc_value(model.id, override.entity_id, override.field), new_value=override.value,
-                author=author, provenance=provenance, operation=ChangeEntry.Operation.MIGRATE,
+                author=signature.author, author_verified=signature.verified, provenance=provenance, operation=ChangeEntry.Operation.MIGRATE,
                 diff={"version": saved["version"], **field_changes.get((override.entity_id, override.field), {"field": override.field})},
             )
             if not Override.objects.filter(pk=override.pk, value=override.value).delete()[0]:

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 
 from django.db import transaction
 
+from api.signatures import Signature
 from core import cancellation
 from core.errors import ApplicationError, Conflict, Invalid, NotFound
 from core.provenance import DEFAULT_AUTHOR, Provenance
@@ -71,8 +72,8 @@ def _known_design_keys(project: Project, plan: dict) -> set[str] | None:
     return keys | spaces
 
 
-def _edit(model_id: str, route: str, method: str, body: dict | None = None):
-    return forward(model_id=model_id, route=ROUTES[route], method=method, body=body)
+def _edit(model_id: str, route: str, method: str, body: dict | None = None, signature: Signature | None = None):
+    return forward(model_id=model_id, route=ROUTES[route], method=method, body=body, signature=signature)
 
 
 def _refuse_staged(model_id: str) -> None:
@@ -80,7 +81,7 @@ def _refuse_staged(model_id: str) -> None:
         raise Conflict(f"the model {model_id} has unsaved staged edits: save or discard them before delivering")
 
 
-def _build_model(model: IfcModel, updates: dict, author: str, provenance: str) -> Built:
+def _build_model(model: IfcModel, updates: dict, signature: Signature, provenance: str) -> Built:
     """Writes the delivery into the model's PARAMS and saves one version; unchanged PARAMS reuse the latest version.
     A failed build is discarded (staging was empty before)."""
     params = _edit(model.id, "script/params", "GET")
@@ -92,7 +93,7 @@ def _build_model(model: IfcModel, updates: dict, author: str, provenance: str) -
     cancellation.check()
     _edit(model.id, "script", "PUT", {"params": {**params, **updates}, "note": "deliver"})
     try:
-        saved = _edit(model.id, "script/save", "POST", {"note": "deliver", "author": author, "provenance": {"source": provenance}})
+        saved = _edit(model.id, "script/save", "POST", {"note": "deliver", "author": signature.author, "provenance": {"source": provenance}}, signature)
     except ApplicationError as exc:
         _discard_quietly(model.id)
         raise Invalid(f"the delivery could not build {model.id}: {exc.detail}", data=exc.data) from None
@@ -100,7 +101,8 @@ def _build_model(model: IfcModel, updates: dict, author: str, provenance: str) -
     return Built(model.id, model.format, saved["version"], saved.get("semanticDiff"))
 
 
-def _create_model(project: Project, updates: dict, author: str, provenance: str) -> Built:
+def _create_model(project: Project, updates: dict, signature: Signature, provenance: str) -> Built:
+    author = signature.author
     cancellation.check()
     if project.kind == Project.Kind.IFC:
         model, saved = project_model_create(project=project, name=f"{project.title}.ifc", script=ifc_skeleton_script(project.title, updates),
@@ -117,7 +119,7 @@ def _discard_quietly(model_id: str) -> None:
         logger.exception("discarding the failed delivery of %s failed", model_id)
 
 
-def _build_project(project: Project, plan: dict, supplement: dict, author: str, provenance: str) -> list[Built]:
+def _build_project(project: Project, plan: dict, supplement: dict, signature: Signature, provenance: str) -> list[Built]:
     """The project's models built from the delivery, in build order."""
     formats = {Project.Kind.IFC: [IfcModel.Format.IFC], Project.Kind.CAD: [IfcModel.Format.DXF],
                Project.Kind.CAD_TO_IFC: [IfcModel.Format.DXF, IfcModel.Format.IFC]}[project.kind]
@@ -132,7 +134,7 @@ def _build_project(project: Project, plan: dict, supplement: dict, author: str, 
             updates["source"] = {"model": built[0].model_id, "version": built[0].version}
         model = existing[model_format]
         try:
-            built.append(_build_model(model, updates, author, provenance) if model is not None else _create_model(project, updates, author, provenance))
+            built.append(_build_model(model, updates, signature, provenance) if model is not None else _create_model(project, updates, signature, provenance))
         except ApplicationError as exc:
             if built:  # versions are never taken back: say what was built before the failure
                 exc.detail = f"{exc.detail} (already built: {', '.join(f'{b.model_id} {b.version}' for b in built)})"
@@ -171,7 +173,8 @@ def building_document(plan: dict, supplement: dict, *, plan_version: str, built:
     }
 
 
-def deliver(*, project_id: str, plan: dict, bim_supplement: dict, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value) -> dict:
+def deliver(*, project_id: str, plan: dict, bim_supplement: dict, author: str = DEFAULT_AUTHOR, provenance: str = Provenance.UI.value,
+            signature: Signature | None = None) -> dict:
     """Validates plan and supplement, builds the project's models from them (see the module docstring), records the
     delivered building: plan, supplement and building in one plan version. A validation error writes nothing.
 
@@ -179,6 +182,7 @@ def deliver(*, project_id: str, plan: dict, bim_supplement: dict, author: str = 
     :param plan: the plan document (schema "plan/1": storeys, rooms, requirements)
     :param bim_supplement: the BIM supplement (schema "bim_supplement/1": element types, design-key properties)
     :param author: the author of every version the delivery saves
+    :param signature: signs them instead of `author` (the caller's account, api.signatures)
     :param provenance: UI or AI, recorded the same way
     :return: {"version": "v<n>" (the plan version), "building": the delivered building document, "model": the main
         model {modelId, version, format}}
@@ -192,6 +196,7 @@ def deliver(*, project_id: str, plan: dict, bim_supplement: dict, author: str = 
         result["model"]  # {"modelId": "m_...", "version": "v1", "format": "ifc"}: created from the skeleton
         deliver(project_id=project.id, plan=plan, bim_supplement=supplement)["model"]["version"]  # "v1" again: nothing changed
     """
+    signature = signature or Signature(author or DEFAULT_AUTHOR)
     project = project_get(project_id)
     check_document("plan", plan)
     check_document("bim_supplement", bim_supplement)
@@ -199,14 +204,14 @@ def deliver(*, project_id: str, plan: dict, bim_supplement: dict, author: str = 
     if errors:
         raise Invalid(f"{errors[0]['file']} {errors[0]['path']}: {errors[0]['message']}", data={"errors": errors})
     with project_lock(project.id, exclusive=True):
-        built = _build_project(project, plan, bim_supplement, author, provenance)
+        built = _build_project(project, plan, bim_supplement, signature, provenance)
         with cancellation.commit("recorded the delivery"), transaction.atomic():
             locked = Project.objects.select_for_update().get(pk=project.pk)
             latest = latest_version(locked)
             label = f"v{latest.number + 1 if latest else 1}"
             building = building_document(plan, bim_supplement, plan_version=label, built=built)
             write_version(locked, {"plan": plan, "bim_supplement": bim_supplement, "building": building},
-                           changed=list(PLAN_FILES), author=author, provenance=provenance, operation=PlanVersion.Operation.DELIVER, note="deliver")
+                           changed=list(PLAN_FILES), author=signature.author, provenance=provenance, operation=PlanVersion.Operation.DELIVER, note="deliver")
     for model in built:
         project_event.send(sender=None, project_id=project.id, event="viewer.committed", data={"modelId": model.model_id, "kind": model.format, "version": model.version})
     return {"version": label, "building": building, "model": building["model"]}
