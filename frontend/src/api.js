@@ -1,4 +1,5 @@
-// The gateway API: the bearer token (asked once, kept for the tab), the {code, message, data} envelope, errors.
+// The gateway API: who the page calls as (the session's cookies, with the CSRF token on every unsafe call; or a
+// bearer token, asked once and kept for the tab), the {code, message, data} envelope, errors.
 
 export class ApiError extends Error {
   constructor(code, message, data, status) {
@@ -17,24 +18,47 @@ function idempotencyKey() {
   return `web-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+// Django's CSRF token, which its `csrftoken` cookie holds (set when the session was signed in)
+export function csrfToken() {
+  const cookie = document.cookie.split("; ").find((part) => part.startsWith("csrftoken="));
+  return cookie ? decodeURIComponent(cookie.slice("csrftoken=".length)) : "";
+}
+
 export class Api {
-  constructor(askToken) {
-    this.askToken = askToken; // () => Promise<string>: shows the token dialog
+  // askToken: () => Promise<string> shows the token dialog; signIn: () => Promise<boolean> goes to the sign-in page
+  // when the gateway has accounts (true: the page is leaving), else resolves false and the token is asked for
+  constructor(askToken, signIn = async () => false) {
+    this.askToken = askToken;
+    this.signIn = signIn;
     this.token = sessionStorage.getItem("viewerApiToken") || "";
   }
 
-  headers(extra = {}) {
-    return this.token ? { ...extra, Authorization: `Bearer ${this.token}` } : extra;
+  headers(method, extra = {}) {
+    const headers = this.token ? { ...extra, Authorization: `Bearer ${this.token}` } : { ...extra };
+    if (!SAFE_METHODS.has(method)) {
+      const csrf = csrfToken();
+      if (csrf) headers["X-CSRFToken"] = csrf;
+    }
+    return headers;
   }
 
   async fetch(path, options = {}, retried = false) {
-    const response = await fetch(path, { ...options, headers: this.headers(options.headers) });
+    const method = (options.method || "GET").toUpperCase();
+    const response = await fetch(path, { credentials: "same-origin", ...options, headers: this.headers(method, options.headers) });
     if (response.status === 401 && !retried) {
+      if (await this.signIn()) return new Promise(() => {}); // the page goes to the sign-in page: nothing to answer
       this.token = await this.askToken();
       sessionStorage.setItem("viewerApiToken", this.token);
       return this.fetch(path, options, true);
     }
     return response;
+  }
+
+  forgetToken() {
+    this.token = "";
+    sessionStorage.removeItem("viewerApiToken");
   }
 
   async call(method, path, { json, form, body, contentType, headers = {} } = {}) {

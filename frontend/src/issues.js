@@ -52,7 +52,7 @@ export class IssuesPanel {
     this.datalists = Object.fromEntries(Object.keys(SUGGESTIONS).map((field) => [field, h("datalist", { id: `issue-options-${field}` })]));
     const field = (name, label, attributes = {}) => h("label", { class: "form-field" }, h("span", { i18n: label }),
       h("input", { name, list: this.datalists[name] ? this.datalists[name].id : null, "data-testid": `new-issue-${name}`, ...attributes }));
-    this.form = h("form", { class: "new-issue", onSubmit: (event) => { event.preventDefault(); this.create(event.target); } },
+    this.form = h("form", { class: "new-issue", "data-needs": "review", onSubmit: (event) => { event.preventDefault(); this.create(event.target); } },
       this.formHeading,
       h("input", { name: "title", i18nPlaceholder: "Title", required: true, "data-testid": "issue-title" }),
       h("textarea", { name: "comment", i18nPlaceholder: "Description", rows: 2, "data-testid": "issue-comment" }),
@@ -74,7 +74,7 @@ export class IssuesPanel {
       this.form,
       h("div", { class: "bcf-actions" },
         h("button", { type: "button", "data-testid": "bcf-export", i18n: "Export BCF", onClick: () => this.exportBcf() }),
-        h("label", { class: "button" }, h("span", { i18n: "Import BCF" }),
+        h("label", { class: "button", "data-needs": "review" }, h("span", { i18n: "Import BCF" }),
           h("input", { type: "file", accept: ".bcfzip,.bcf,application/zip", hidden: true, "data-testid": "bcf-import", onChange: (event) => this.importBcf(event.target) }))),
       this.bcfReport,
       h("div", { class: "issue-filters" }, this.search, this.filterSelects, this.count),

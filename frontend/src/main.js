@@ -1,5 +1,6 @@
 // The web client: model list, 3D view with its navigator and tools, properties with overrides, issues, and the
 // panels loaded on first use (script editor, diffs, IDS checks, chat).
+import { Account } from "./account.js";
 import { Api } from "./api.js";
 import { LANGUAGES, language, onLanguageChange, setLanguage, t, translateStatic } from "./i18n.js";
 import { IssuesPanel } from "./issues.js";
@@ -30,7 +31,8 @@ const LAZY_PANELS = {
 
 class App {
   constructor() {
-    this.api = new Api(askToken);
+    this.api = new Api(askToken, () => this.account.signIn());
+    this.account = new Account(this);
     this.model = null;
     this.picked = null;
     this.onScreen = null; // {modelId, version, scripted, stale}: what the 3D view shows
@@ -52,6 +54,7 @@ class App {
     this.languageSwitch();
     translateStatic();
     onLanguageChange(() => this.relabel());
+    this.account.start();
     this.openFromHash(early);
     window.addEventListener("hashchange", () => this.followHash());
     document.body.dataset.app = "ready"; // every control has its handler from here on
@@ -91,8 +94,18 @@ class App {
 
   async openFromHash(early) {
     await this.models.refresh();
+    if (this.openProjectFromHash()) return;
     if (!this.hashModelId()) return;
     if (!(await this.openHashModel(early))) this.view3d.unload();
+  }
+
+  // a share link of a whole project opens the web client at #project=p_...: its first ready model (the list holds
+  // only what the link shows)
+  openProjectFromHash() {
+    if (!/project=p_[0-9a-f]+/.test(window.location.hash)) return false;
+    const first = this.models.models.find((m) => m.status === "ready");
+    if (first) this.openModel(first.id);
+    return true;
   }
 
   // another model's id put in the address of the open page (edited by hand, a link followed) opens that model
@@ -165,6 +178,7 @@ class App {
     const model = this.models.models.find((m) => m.id === modelId);
     this.model = model;
     window.location.hash = `model=${model.id}`;
+    await this.account.modelOpened(model.id); // before the panels draw: their controls follow what this user may do
     this.setPicked(null);
     document.getElementById("model-title").textContent = model.name;
     this.models.render();
@@ -187,6 +201,7 @@ class App {
 
   closeModel() {
     this.model = null;
+    this.account.modelClosed();
     if (this.hashModelId()) window.history.replaceState(null, "", window.location.pathname + window.location.search);
     this.onScreen = null;
     this.view3d.unload();

@@ -54,9 +54,9 @@ export class ModelList {
         h("div", { class: "bar", style: `width:${progress.percent}%` }), h("span", {}, `${progress.phase} ${progress.percent}%`)),
       model.status === "failed" && h("div", { class: "error", "data-testid": "model-error" }, model.error),
       h("button", { type: "button", class: "delete link", "data-testid": "delete-model", i18n: "Delete", i18nTitle: "Move this model to the trash",
-        onClick: () => this.remove(model) }),
-      model.status === "failed" && h("button", { class: "retry", "data-testid": "retry", i18n: "Retry", onClick: () => this.retry(model.id) }),
-      this.takesRevisions(model) && h("label", { class: "link revision", "data-testid": "revision-button", i18nTitle: "Upload the next export of this model: same model, a new version" },
+        "data-needs": current ? "own" : null, onClick: () => this.remove(model) }),
+      model.status === "failed" && h("button", { class: "retry", "data-testid": "retry", i18n: "Retry", "data-needs": current ? "edit" : null, onClick: () => this.retry(model.id) }),
+      this.takesRevisions(model) && h("label", { class: "link revision", "data-testid": "revision-button", "data-needs": "edit", i18nTitle: "Upload the next export of this model: same model, a new version" },
         h("span", { i18n: "New revision…" }),
         h("input", { type: "file", accept: ".ifc", hidden: true, "data-testid": "revision-upload", onChange: (event) => this.uploadRevision(model, event.target) })),
     );

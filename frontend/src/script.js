@@ -54,16 +54,20 @@ export class ScriptPanel {
 
   layout() {
     const button = (label, testid, action, extra = {}) => h("button", { type: "button", i18n: label, "data-testid": testid, onClick: action, ...extra });
+    // what changes the script or its versions needs the edit capability (account.js hides it without)
+    const change = (label, testid, action, extra = {}) => button(label, testid, action, { "data-needs": "edit", ...extra });
+    this.readOnly = h("p", { class: "hint", "data-when-lacking": "edit", "data-testid": "script-read-only",
+      i18n: "You may read this script and its versions; changing them needs the editor role in this project." });
     this.stateLine = h("p", { class: "meta", "data-testid": "script-state" });
     this.loadErrors = h("div", { class: "error load-error", role: "alert", "data-testid": "script-load-error", hidden: true });
     this.noScript = h("p", { class: "hint", "data-testid": "no-script", i18n: "This model has no build script (an uploaded IFC). Stage one below to take it over.", hidden: true });
-    this.note = h("input", { i18nPlaceholder: "Note for the version", "data-testid": "save-note", class: "note" });
+    this.note = h("input", { i18nPlaceholder: "Note for the version", "data-testid": "save-note", class: "note", "data-needs": "edit" });
     this.buttons = {
-      undo: button("Undo", "undo", () => this.act("POST", "script/undo")),
-      redo: button("Redo", "redo", () => this.act("POST", "script/redo")),
-      run: button("Run", "run", () => this.act("POST", "script/run")),
-      save: button("Save version", "save", () => this.save()),
-      discard: button("Discard", "discard", () => this.act("POST", "script/discard"), { class: "danger" }),
+      undo: change("Undo", "undo", () => this.act("POST", "script/undo")),
+      redo: change("Redo", "redo", () => this.act("POST", "script/redo")),
+      run: change("Run", "run", () => this.act("POST", "script/run")),
+      save: change("Save version", "save", () => this.save()),
+      discard: change("Discard", "discard", () => this.act("POST", "script/discard"), { class: "danger" }),
     };
     this.conflict = h("div", { class: "conflict", role: "alert", "data-testid": "script-conflict", hidden: true },
       h("p", { i18n: "The script was changed elsewhere (e.g. by the agent) while you were editing it." }),
@@ -76,7 +80,7 @@ export class ScriptPanel {
       h("h4", { i18n: "PARAMS" }),
       h("div", { class: "params-columns" }, this.paramsForm,
         h("details", { class: "raw-json" }, h("summary", { i18n: "Raw JSON" }), this.paramsRaw)),
-      button("Stage PARAMS", "stage-params", () => this.stageParams()));
+      change("Stage PARAMS", "stage-params", () => this.stageParams()));
     this.stagingDiff = h("pre", { class: "diff", "data-testid": "staging-diff" });
     this.stagingBox = h("details", { open: true, hidden: true }, h("summary", { i18n: "Staged changes" }), this.stagingDiff);
     this.editorHost = h("div", { class: "editor", "data-testid": "script-editor" });
@@ -84,11 +88,11 @@ export class ScriptPanel {
     this.versionList = h("ul", { class: "version-list", "data-testid": "version-list" });
     this.versionDiff = h("div", { class: "version-diff", "data-testid": "version-diff" });
     replace(this.root,
-      this.stateLine, this.loadErrors, this.noScript,
+      this.readOnly, this.stateLine, this.loadErrors, this.noScript,
       h("div", { class: "toolbar" }, this.buttons.undo, this.buttons.redo, this.buttons.run, this.note, this.buttons.save, this.buttons.discard),
       this.conflict, this.errorBox, this.paramsBox, this.stagingBox,
       h("details", { class: "script-box", open: true }, h("summary", {}, h("span", { i18n: "Build script" }), " ", this.dirtyMark),
-        this.editorHost, button("Stage script", "stage-script", () => this.stageScript())),
+        this.editorHost, change("Stage script", "stage-script", () => this.stageScript())),
       h("details", { class: "versions-box" }, h("summary", { i18n: "Version history" }), this.versionList, this.versionDiff));
     this.editor = new EditorView({
       parent: this.editorHost,
@@ -371,7 +375,7 @@ export class ScriptPanel {
         h("p", { class: "version-note" }, version.note || t("(no note)")),
         h("div", { class: "issue-actions" },
           h("button", { type: "button", i18n: "Changes", "data-testid": "version-changes", disabled: number < 2, onClick: () => this.versionChanges(`v${number - 1}`, version.version) }),
-          h("button", { type: "button", i18n: "Rollback", "data-testid": "version-rollback", onClick: () => this.rollback(version.version) })));
+          h("button", { type: "button", i18n: "Rollback", "data-testid": "version-rollback", "data-needs": "edit", onClick: () => this.rollback(version.version) })));
     }) : h("li", { class: "hint", i18n: "No saved versions yet." }));
   }
 
