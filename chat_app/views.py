@@ -16,7 +16,9 @@ from chat_app.serializers import (
     SessionOpenSerializer,
 )
 from models_app import project_services, trash_services
+from accounts_app.services.members import project_owner_add
 from api.principal import Principal
+from chat_app.access import require_session_scope, sessions_visible_to
 
 NOT_FOUND = OpenApiResponse(description="40400: unknown session")
 INVALID = OpenApiResponse(description="40001: invalid input")
@@ -32,7 +34,11 @@ class ProjectListView(APIView):
     )
     def post(self, request):
         data = validated(ProjectCreateSerializer, json_object(request))
-        return Response(ProjectSerializer(project_services.project_create(title=data["title"], kind=data["kind"])).data)
+        project = project_services.project_create(title=data["title"], kind=data["kind"])
+        creator = Principal.of(request)
+        if creator.has_account:
+            project_owner_add(project.id, creator.user_id)  # whoever creates a project owns it
+        return Response(ProjectSerializer(project).data)
 
 
 class ProjectDetailView(APIView):
@@ -48,7 +54,7 @@ class SessionListView(APIView):
 
     @extend_schema(responses=ChatSessionSerializer(many=True), summary="Chat sessions, newest first")
     def get(self, request):
-        return Response(ChatSessionSerializer(services.session_list(), many=True).data)
+        return Response(ChatSessionSerializer(sessions_visible_to(Principal.of(request), services.session_list()), many=True).data)
 
     @extend_schema(
         request=SessionOpenSerializer,
@@ -57,6 +63,7 @@ class SessionListView(APIView):
     )
     def post(self, request):
         data = validated(SessionOpenSerializer, json_object(request))
+        require_session_scope(Principal.of(request), project_id=data["projectId"], model_id=data["modelId"])
         session = services.session_open(title=data["title"], project_id=data["projectId"], model_id=data["modelId"])
         return Response(ChatSessionSerializer(session).data)
 

@@ -6,6 +6,7 @@ from models_app import trash_services
 from models_app.models import IfcModel
 from models_app.serializers import ModelSerializer, ProjectSerializer, TrashItemSerializer
 from api.principal import Principal
+from models_app.access_scopes import deletions_owned_by
 
 NOT_IN_TRASH = OpenApiResponse(description="40400: no trash item with this id (also an id that is not m_/p_ + 16 hex)")
 OF_A_TRASHED_PROJECT = OpenApiResponse(description="40900: a model of a project in the trash (restore or purge the project)")
@@ -14,7 +15,8 @@ OF_A_TRASHED_PROJECT = OpenApiResponse(description="40900: a model of a project 
 class TrashListView(APIView):
     @extend_schema(responses=TrashItemSerializer(many=True), summary="Deleted models and projects in the trash, most recently deleted first")
     def get(self, request):
-        return Response(TrashItemSerializer(trash_services.trash_list(), many=True).data)
+        items = deletions_owned_by(Principal.of(request), trash_services.trash_list())
+        return Response(TrashItemSerializer(items, many=True).data)
 
 
 class TrashRestoreView(APIView):

@@ -15,6 +15,7 @@ from models_app.serializers import (
 )
 from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
 from api.principal import Principal
+from models_app.access_scopes import models_visible_to
 from api.static_files import serve_file
 from api.uploads import UploadLimit
 
@@ -27,7 +28,7 @@ class ModelListView(UploadLimit, APIView):
 
     @extend_schema(responses=ModelSerializer(many=True), summary="List models, newest first")
     def get(self, request):
-        return Response(ModelSerializer(selectors.model_list(), many=True).data)
+        return Response(ModelSerializer(models_visible_to(Principal.of(request), selectors.model_list()), many=True).data)
 
     @extend_schema(
         request={"multipart/form-data": ModelUploadSerializer},

@@ -1,0 +1,31 @@
+"""Which chat sessions a principal sees, and whether it may open one: a session is its project's (or, in the legacy
+form, its model's), so the project's roles decide (accounts_app.policy)."""
+
+from __future__ import annotations
+
+from django.db.models import Q, QuerySet
+
+from accounts_app.policy import require, visible_project_ids
+from accounts_app.roles import Capability
+from api.principal import Principal
+from chat_app.models import ChatSession
+from models_app.access_scopes import model_scope, models_visible_to, project_scope
+from models_app.models import IfcModel
+
+
+def sessions_visible_to(principal: Principal, sessions: QuerySet[ChatSession]) -> QuerySet[ChatSession]:
+    project_ids = visible_project_ids(principal)
+    if project_ids is None:
+        return sessions
+    models = models_visible_to(principal, IfcModel.objects.all()).values("pk")
+    return sessions.filter(Q(project_id__in=project_ids) | Q(project__isnull=True, model_id__in=models))
+
+
+def require_session_scope(principal: Principal, *, project_id: str | None, model_id: str | None) -> None:
+    """Opening a project's session needs to see the project (talking in it needs edit: the route rules); a session
+    with neither project nor model is a new place, like a new project."""
+    scope = project_scope(project_id) if project_id else model_scope(model_id) if model_id else None
+    if scope is None:
+        require(principal, Capability.CREATE)
+    elif scope.exists:  # an unknown project is the use case's 40001 (the spec's answer), not a hidden one
+        require(principal, Capability.VIEW, scope)
