@@ -1,6 +1,7 @@
 """Thin HTTP layer of people and access (docs/api/accounts.md). Who may call each route was decided by the access
 middleware (viewer_gateway/access.py) before the view runs; the use cases are accounts_app.services."""
 
+from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
@@ -21,8 +22,10 @@ from accounts_app.serializers import (
     UserCreateSerializer,
     UserSerializer,
 )
+from api.envelope import error_response
 from api.principal import Principal
 from api.views import json_object, validated
+from core.errors import TOO_MANY_REQUESTS
 
 DELETED = OpenApiResponse(description="data: null")
 NAMES = {"displayName": "display_name"}
@@ -137,3 +140,13 @@ class ShareLinkView(APIView):
     @extend_schema(responses=ShareLinkSerializer, summary="Revoke a share link: whoever opened it loses access at once")
     def delete(self, request, project_id, link_id):
         return Response(ShareLinkSerializer(services.share_link_revoke(project_id, link_id, by=Principal.of(request))).data)
+
+
+def lockout_response(request, original_response=None, credentials=None):
+    """django-axes' answer once a username is locked out from an address (settings.AXES_LOCKOUT_CALLABLE): the
+    envelope 42900 on the API, the view's own page (the sign-in form and its message) with status 429 elsewhere."""
+    if request.path_info.startswith("/api/"):
+        return error_response(TOO_MANY_REQUESTS, "too many failed sign-ins for this username from this address: try again later")
+    response = original_response or HttpResponse("too many failed sign-ins: try again later", content_type="text/plain")
+    response.status_code = 429
+    return response

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -43,3 +45,15 @@ def project_with_models(title: str = "Tower", models: int = 0) -> tuple[Project,
     for record in records:
         ProjectModel.objects.create(project=project, model=record)
     return project, records
+
+
+def post(client: Client, path: str, body, method: str = "post"):
+    """A JSON request; a str or bytes body is sent as it is (malformed on purpose)."""
+    return getattr(client, method)(path, body if isinstance(body, (str, bytes)) else json.dumps(body), content_type="application/json")
+
+
+def error(response, status: int, code: int) -> str:
+    """The message of an error envelope with this HTTP status and code."""
+    body = response.json()
+    assert (response.status_code, body["code"]) == (status, code), body
+    return body["message"]

@@ -3,14 +3,12 @@ operator, never a password in an answer, the server role kept in step with Djang
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
 from accounts_app.models import Account, AuditEvent, ProjectMember
-from tests.accounts.people import PASSWORD, bearer, person, project_with_models, signed_in, token_of
+from tests.accounts.people import PASSWORD, bearer, error, person, post, project_with_models, signed_in, token_of
 from tests.helpers import ok
 
 pytestmark = pytest.mark.django_db
@@ -28,16 +26,6 @@ def admin():
 @pytest.fixture
 def admin_client(admin):
     return signed_in(admin)
-
-
-def post(client: Client, path: str, body, method: str = "post"):
-    return getattr(client, method)(path, body if isinstance(body, (str, bytes)) else json.dumps(body), content_type="application/json")
-
-
-def error(response, status: int, code: int) -> str:
-    body = response.json()
-    assert (response.status_code, body["code"]) == (status, code), body
-    return body["message"]
 
 
 def test_an_admin_creates_lists_and_reads_users_without_any_password(admin_client):
