@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit, urlunsplit
 
+import jwt
 import pytest
 import requests
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.e2e
 
 PROVIDER_DIR = Path(__file__).resolve().parent / "oidc_provider"
 CLIENT_ID = "review-gateway"
-CLIENT_SECRET = "a client secret of the tests"
+CLIENT_SECRET = "the client secret of the tests, 32 bytes or more"
 ADMIN_GROUP, GUEST_GROUP = "bmr-admins", "partners"
 ACCOUNTS = {
     "alice": {"sub": "sub-alice", "claims": {"preferred_username": "alice", "name": "Alice Archer", "email": "alice@example.test", "groups": ["reviewers"]}},
@@ -46,8 +47,9 @@ def provider_modules() -> None:
 
 
 class SingleSignOn:
-    def __init__(self, stack: Stack, accounts_path: Path):
+    def __init__(self, stack: Stack, accounts_path: Path, issuer: str):
         self.stack = stack
+        self.issuer = issuer
         self.accounts_path = accounts_path
 
     def set_claims(self, login: str, **claims) -> None:
@@ -122,7 +124,7 @@ def sso(tmp_path_factory):
         wait_for_discovery(issuer, provider, log)
         stack.migrate()
         stack.start_gateway()
-        yield SingleSignOn(stack, accounts_path)
+        yield SingleSignOn(stack, accounts_path, issuer)
     finally:
         stack.stop()
         stop(provider)
@@ -207,3 +209,54 @@ def test_an_unreachable_provider_is_named_when_signing_in(client, viewer_config)
 
     assert response.status_code == 502
     assert f"{closed}/.well-known/openid-configuration cannot be read" in response.json()["message"]
+
+
+# --- the ID token checks mozilla-django-oidc leaves out, on tokens this test signs (the provider signs only good ones)
+
+@pytest.fixture
+def signing_key():
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def id_token(signing_key, issuer: str, **changes) -> str:
+    now = int(time.time())
+    claims = {"iss": issuer, "aud": CLIENT_ID, "sub": "sub-alice", "iat": now, "exp": now + 300, "nonce": "n", **changes}
+    return jwt.encode({k: v for k, v in claims.items() if v is not None}, signing_key, algorithm="RS256", headers={"kid": "k"})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("changes, refusal", [
+    ({"aud": "another-client"}, "Audience doesn't match"),
+    ({"iss": "https://another-issuer.example"}, "Invalid issuer"),
+    ({"exp": int(time.time()) - 3600}, "Signature has expired"),
+    ({"exp": None}, 'Token is missing the "exp" claim'),
+    ({"aud": [CLIENT_ID, "another-client"]}, "authorized party is not this client"),
+])
+def test_an_id_token_for_another_client_issuer_or_time_is_refused(sso, viewer_config, signing_key, changes, refusal):
+    from django.core.exceptions import SuspiciousOperation
+
+    from accounts_app.oidc import OidcBackend
+
+    viewer_config(oidcIssuer=sso.issuer, oidcClientId=CLIENT_ID, oidcClientSecret=CLIENT_SECRET)
+    backend = OidcBackend()
+    good = id_token(signing_key, sso.issuer)
+    assert backend._verify_jws(good, signing_key.public_key())["sub"] == "sub-alice"
+
+    with pytest.raises(SuspiciousOperation, match=re.escape(refusal)):
+        backend._verify_jws(id_token(signing_key, sso.issuer, **changes), signing_key.public_key())
+
+
+@pytest.mark.django_db
+def test_an_id_token_signed_with_the_client_secret_is_refused(sso, viewer_config):
+    from django.core.exceptions import SuspiciousOperation
+
+    from accounts_app.oidc import OidcBackend
+
+    viewer_config(oidcIssuer=sso.issuer, oidcClientId=CLIENT_ID, oidcClientSecret=CLIENT_SECRET)
+    now = int(time.time())
+    forged = jwt.encode({"iss": sso.issuer, "aud": CLIENT_ID, "sub": "sub-dana", "iat": now, "exp": now + 300}, CLIENT_SECRET, algorithm="HS256")
+
+    with pytest.raises(SuspiciousOperation, match="not signed with RS256"):
+        OidcBackend()._verify_jws(forged, CLIENT_SECRET)
