@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from functools import cache
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.hashers import make_password
 from django.test import Client
 
 from accounts_app.models import Account
@@ -13,10 +15,18 @@ from models_app.models import IfcModel, Project, ProjectModel
 PASSWORD = "correct horse battery staple"
 
 
+@cache
+def password_hash() -> str:
+    """PASSWORD hashed once per test run (a hash takes a good part of a second by design)."""
+    return make_password(PASSWORD)
+
+
 def person(username: str, role: str = "user", *, display_name: str = ""):
     """An account as the operator would make it: Django's create_user and the Account row with its server role."""
     is_admin = role == "admin"
-    user = get_user_model().objects.create_user(username, password=PASSWORD, is_superuser=is_admin, is_staff=is_admin)
+    user = get_user_model().objects.create_user(username, is_superuser=is_admin, is_staff=is_admin)
+    user.password = password_hash()
+    user.save(update_fields=["password"])
     Account.objects.create(user=user, role=role, display_name=display_name)
     return user
 
