@@ -7,7 +7,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from accounts_app.models import Account, AuditEvent, ProjectMember
+from accounts_app.models import Account, ApiToken, AuditEvent, ProjectMember
+from accounts_app.services import server_role_sync
 from tests.accounts.people import PASSWORD, bearer, error, person, post, project_with_models, signed_in, token_of
 from tests.helpers import ok
 
@@ -180,3 +181,31 @@ def test_me_says_who_and_how(admin, viewer_config):
     viewer_config(apiToken=OPERATOR_TOKEN)
     assert ok(bearer(OPERATOR_TOKEN).get("/api/v1/auth/me"))["via"] == "operator"
     error(Client().get("/api/v1/auth/me"), 401, 40100)
+
+
+def test_the_admin_site_shows_people_and_never_a_token_hash(admin):
+    project, _ = project_with_models()
+    ProjectMember.objects.create(project=project, user=admin, role="owner")
+    token_of("root")
+    site = Client()
+    site.force_login(admin)
+    token = ApiToken.objects.get()
+    pages = ["/admin/auth/user/", f"/admin/auth/user/{admin.pk}/change/", "/admin/accounts/apitoken/", f"/admin/accounts/apitoken/{token.pk}/change/",
+             "/admin/accounts/projectmember/", "/admin/accounts/sharelink/"]
+    for page in pages:
+        response = site.get(page)
+        assert response.status_code == 200, page
+        assert token.secret_sha256 not in response.content.decode(), page
+    assert b"Root Admin" in site.get(f"/admin/auth/user/{admin.pk}/change/").content
+
+
+def test_a_role_set_in_the_admin_decides_the_superuser_flags():
+    user = person("kim", "user")
+    Account.objects.filter(user=user).update(role="admin")
+    user.refresh_from_db()
+    server_role_sync(user)
+    user.refresh_from_db()
+    assert user.is_superuser and user.is_staff
+    bare = User.objects.create_user("bare")
+    server_role_sync(bare)
+    assert Account.objects.get(user=bare).role == "user"
