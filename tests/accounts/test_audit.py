@@ -7,11 +7,13 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts_app.audit import audit_record
-from accounts_app.models import Account, AuditEvent, ProjectMember
+from accounts_app.models import Account, ApiToken, AuditEvent, ProjectMember
+from accounts_app.secrets import TOKEN_PREFIX, new_secret, sha256
 from api.principal import Principal, Via
 from models_app import services
 from models_app.models import IfcModel, Project, ProjectModel
@@ -186,3 +188,36 @@ def test_uploads_and_revisions_are_recorded(world):
         ("model.revision", f"model:{world['model'].id}", world["project"].id, {"version": revision.version, "name": "tower-2.ifc"}, "olga", "token", OWNERS_ADDRESS),
         ("model.upload", f"model:{model.id}", "", {"name": "house.ifc", "size": len(MINIMAL_IFC)}, "olga", "token", OWNERS_ADDRESS),
     ]
+
+
+def _token(user) -> str:
+    secret = new_secret(TOKEN_PREFIX)
+    ApiToken.objects.create(user=user, name="ci", scope="read", secret_sha256=sha256(secret))
+    return secret
+
+
+def test_a_token_is_recorded_when_its_last_use_is_and_a_failed_one_always(world):
+    token = APIClient(REMOTE_ADDR=OWNERS_ADDRESS, HTTP_AUTHORIZATION=f"Bearer {_token(world['users']['olga'])}")
+    ok(token.get("/api/v1/models"))
+    ok(token.get("/api/v1/models"))  # within the minute: last use not written again, nor recorded
+    ApiToken.objects.update(last_used_at=timezone.now() - timedelta(minutes=2))
+    ok(token.get("/api/v1/models"))
+    token_id = ApiToken.objects.get().id
+    assert [(e.action, e.username, e.via, e.object, e.ip) for e in AuditEvent.objects.filter(action="token.use")] == [
+        ("token.use", "olga", "token", f"token:{token_id}", OWNERS_ADDRESS)] * 2
+
+    wrong = APIClient(REMOTE_ADDR="198.51.100.9", HTTP_AUTHORIZATION=f"Bearer {TOKEN_PREFIX}not-a-token")
+    assert wrong.get("/api/v1/models").json()["code"] == 40100
+    failed = AuditEvent.objects.get(action="token.fail")
+    assert (failed.ip, failed.detail) == ("198.51.100.9", {"reason": "invalid bearer token", "route": "model-list"})
+
+
+def test_a_download_and_an_upload_through_the_api_are_recorded(world, clients):
+    model, olga = world["model"], clients["olga"]
+    assert olga.get(f"/api/v1/models/{model.id}/download").status_code == 200
+    [download] = events(olga, f"/api/v1/projects/{world['project'].id}/audit", action="model.download")
+    assert (download["object"], download["username"], download["ip"], download["detail"]) == (f"model:{model.id}", "olga", OWNERS_ADDRESS, {"file": "model.ifc"})
+
+    uploaded = ok(olga.post("/api/v1/models", {"file": SimpleUploadedFile("house.ifc", MINIMAL_IFC)}, format="multipart"))
+    upload = AuditEvent.objects.get(action="model.upload")
+    assert (upload.object, upload.username, upload.via) == (f"model:{uploaded['id']}", "olga", "session")
