@@ -87,11 +87,11 @@ def _lock_session(session_id: str) -> ChatSession:
     return ChatSession.objects.select_for_update().get(pk=session_id)
 
 
-def enqueue(session_id: str, text: str) -> Turn:
-    """queued: the message is taken."""
+def enqueue(session_id: str, text: str, *, user_id: int | None = None, username: str | None = None) -> Turn:
+    """queued: the message is taken, with the account that wrote it (the agent acts as that user)."""
     with transaction.atomic():
         _lock_session(session_id)
-        return Turn.objects.create(session_id=session_id, text=text, queued_message_id=sortable_id("msg_"))
+        return Turn.objects.create(session_id=session_id, text=text, queued_message_id=sortable_id("msg_"), user_id=user_id, username=username)
 
 
 @dataclass(frozen=True)

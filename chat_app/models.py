@@ -108,6 +108,9 @@ class Turn(models.Model):
     state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED, db_index=True)
     outcome = models.CharField(max_length=11, choices=Outcome.choices, blank=True, default=Outcome.NONE)
     text = models.TextField(help_text="the user's message")
+    # who wrote the message: the agent acts as this user (chat_app.agent.acting); null when no account wrote it
+    username = models.CharField(max_length=150, null=True, blank=True)
+    user_id = models.IntegerField(null=True, blank=True)
     queued_message_id = models.CharField(max_length=40, help_text="the id GET messages shows while the turn is queued")
     user_message_id = models.CharField(max_length=40, blank=True, default="", help_text="the user message, once the turn started")
     runner = models.CharField(max_length=128, blank=True, default="")
@@ -197,6 +200,9 @@ class PendingQuestion(models.Model):
     call_id = models.CharField(max_length=64)
     state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
     answer = models.TextField(blank=True, default="")
+    # a permission request: what the guarded call needs of whoever answers it, and where (its model, else the session's)
+    guarded_capability = models.CharField(max_length=16, blank=True, default="")
+    guarded_model_id = models.CharField(max_length=40, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -12,9 +12,13 @@ from chat_app import events, frames, lifecycle
 from chat_app.consent import parse_permission_answer
 from chat_app.models import INTERRUPT_ID_PATTERN, SESSION_ID_PATTERN, ChatSession, PendingQuestion, Turn
 from chat_app.parts import text_part
-from chat_app.selectors import visible_sessions
+from chat_app.selectors import session_scope, visible_sessions
+from accounts_app.policy import require
+from accounts_app.roles import Capability
+from api.principal import Principal
 from core.errors import Invalid, NotFound
 from core.lookups import get_or_not_found
+from models_app.access_scopes import model_scope
 from models_app.models import IfcModel, Project
 from models_app.selectors import model_get, project_exists, project_models, project_of_model
 
@@ -85,13 +89,15 @@ def session_bind_model(session_id: str, model: IfcModel) -> None:
 # --- turns -------------------------------------------------------------------------------------------------------
 
 
-def message_post(*, session_id: str, text: str) -> dict:
+def message_post(*, session_id: str, text: str, author: Principal | None = None) -> dict:
     """Takes a user message: it gets its own turn, which runs asynchronously when the turns taken before it are
-    done (results arrive on the event stream). One taken while the agent waits for an answer comes instead of it."""
+    done (results arrive on the event stream). One taken while the agent waits for an answer comes instead of it.
+    The turn keeps the author's account: the agent acts as that user (chat_app.agent.acting)."""
     session = session_get(session_id)
     if not text.strip():
         raise Invalid("text must not be empty")
-    lifecycle.enqueue(session.id, text)
+    account = author if author is not None and author.has_account else None
+    lifecycle.enqueue(session.id, text, user_id=account.user_id if account else None, username=account.name if account else None)
     lifecycle.wake(session.id)
     return {"accepted": True}
 
@@ -112,10 +118,18 @@ def messages_list(session_id: str) -> list[dict]:
     return listed + [_queued_message(turn) for turn in lifecycle.queued_turns(session.id)]
 
 
-def question_answer(*, session_id: str, interrupt_id: str, answer: str) -> dict:
+def _require_consent_right(principal: Principal, session: ChatSession, question: PendingQuestion) -> None:
+    """Only someone who may make the guarded call may allow it (the route already asked edit on the session)."""
+    if question.kind != PendingQuestion.Kind.PERMISSION or not question.guarded_capability:
+        return
+    scope = model_scope(question.guarded_model_id) if question.guarded_model_id else session_scope(session.id)
+    require(principal, Capability(question.guarded_capability), scope)
+
+
+def question_answer(*, session_id: str, interrupt_id: str, answer: str, principal: Principal | None = None) -> dict:
     """Resumes the turn waiting on the question. Repeating the same answer is accepted again; another answer to a
     question already answered, or an unknown or closed question, is 404. A permission request takes once, always or
-    reject (optionally followed by ': <reason>')."""
+    reject (optionally followed by ': <reason>'), from someone who may make the call it guards (40300 otherwise)."""
     session = session_get(session_id)
     if not INTERRUPT_ID_RE.match(interrupt_id or ""):
         raise NotFound(f"question {interrupt_id!r} not found (ids look like que_ + 12 lowercase hex digits)")
@@ -127,6 +141,8 @@ def question_answer(*, session_id: str, interrupt_id: str, answer: str) -> dict:
             return {"accepted": True}
         if question.state != PendingQuestion.State.PENDING:
             raise NotFound(f"question {interrupt_id} is no longer waiting for an answer ({question.state})")
+        if principal is not None:
+            _require_consent_right(principal, session, question)
         if question.kind == PendingQuestion.Kind.PERMISSION and parse_permission_answer(answer) is None:
             raise Invalid("a permission request is answered with once, always, or reject (optionally 'reject: <reason>')")
         question.state, question.answer = PendingQuestion.State.ANSWERED, answer

@@ -10,7 +10,8 @@ from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, ca
 from checks_app import selectors, services
 from checks_app.models import Check
 from core import cancellation
-from core.provenance import AGENT_AUTHOR, Provenance
+from accounts_app.roles import Capability
+from core.provenance import Provenance
 
 CHECK_ID = {"type": "string", "pattern": "^chk_[0-9a-f]{16}$"}
 POLL_SECONDS = 0.5
@@ -49,7 +50,7 @@ def _wait_until_finished(model_id: str, check_id: str) -> dict:
     "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "names of the project's IDS files"},
     "version": {"type": "string", "pattern": "^(current|v[1-9][0-9]*)$", "description": "current (default) or v<n>"},
     "includeOverrides": {"type": "boolean", "description": "apply the model's property overrides before checking"},
-}, ("ids",), takes_model=True)
+}, ("ids",), takes_model=True, capability=Capability.REVIEW)
 def run_ids_check(call: ToolCall) -> ToolResult:
     check, reused = call_service(services.check_start, model_id=call.model_id, ids_names=call.arguments["ids"],
                                  version=call.arguments.get("version", "current"), include_overrides=call.arguments.get("includeOverrides", False))
@@ -76,9 +77,9 @@ def explain_failures(call: ToolCall) -> ToolResult:
 
 
 @agent_tool("pin_ids_failures", "Pin the failures of a finished IDS check as review issues (provenance AI); failures already pinned are "
-            "not duplicated, fixed ones are resolved.", {"checkId": CHECK_ID}, ("checkId",), takes_model=True)
+            "not duplicated, fixed ones are resolved.", {"checkId": CHECK_ID}, ("checkId",), takes_model=True, capability=Capability.REVIEW)
 def pin_ids_failures(call: ToolCall) -> ToolResult:
     pinned = call_service(services.check_pin_issues, model_id=call.model_id, check_id=call.arguments["checkId"],
-                          author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+                          provenance=Provenance.AI.value, signature=call.signature)
     counts = {key: len(value) for key, value in pinned.items()}
     return ToolResult(json_output(pinned), title=", ".join(f"{n} {key}" for key, n in counts.items()), metadata={"modelId": call.model_id, **counts})

@@ -53,6 +53,7 @@ def _sub_context(ctx: TurnContext, subagent_id: str, arguments: dict, task_messa
         session_id=ctx.session_id, turn_id=ctx.turn_id, user_message_id=task_message_id, llm=ctx.llm, tools=tools,
         model_id=model_id or ctx.model_id, project_id=ctx.project_id, project_kind=ctx.project_kind,
         subagent_id=subagent_id, persona=persona, system_prompt=prompt(f"persona-{persona}") + "\n\n" + ctx.context_note,
+        acting_user=ctx.acting_user, signature=ctx.signature,
     )
 
 
@@ -152,5 +153,5 @@ agent_tool(
     "delegate",
     "Hand a self-contained piece of work to a sub-agent persona: modeler (changes and runs the build script, never saves), reviewer (issues and overrides), analyst (compares versions, read-only). Returns its final report.",
     {"persona": {"type": "string", "enum": ["modeler", "reviewer", "analyst"]}, "task": {"type": "string", "minLength": 1}},
-    ("persona", "task"), takes_model=True, native=True, on_resume=resume_delegation,
+    ("persona", "task"), takes_model=True, native=True, on_resume=resume_delegation, capability=None,
 )(_delegate)

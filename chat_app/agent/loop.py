@@ -19,6 +19,7 @@ from django.db import transaction
 
 from chat_app import events, frames
 from chat_app.agent import context
+from chat_app.agent.acting import ActingUser, require_tool
 from chat_app.agent.chunks import Finish, ReasoningDelta, TextDelta, ToolCallDelta, Usage
 from chat_app.agent.execution import run_tool
 from chat_app.agent.scope import checked_model
@@ -28,6 +29,7 @@ from chat_app.consent import PERMISSION_OPTIONS, parse_permission_answer
 from chat_app.models import ChatSession, Message, Part, PendingQuestion
 from chat_app.parts import ENDED, now_ms, streamed_part, text_part, tool_completed, tool_error, tool_part, tool_pending, tool_running
 from chat_app.threads import in_thread
+from api.signatures import Signature, agent_signature
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class TurnContext:
     persona: str = "main"
     system_prompt: str = ""
     context_note: str = ""  # the project and model, for sub-agents' prompts
+    acting_user: ActingUser | None = None  # who wrote the message: every call is decided for this user (agent/acting.py)
+    signature: Signature = field(default_factory=lambda: agent_signature(None))
     current_call: str = ""  # callID of the tool running now
     # what an abort must close: the assistant message being written and its unfinished tool parts
     writer: MessageWriter | None = None
@@ -153,10 +157,14 @@ async def _finish_step(ctx: TurnContext, writer: MessageWriter, reason: str) -> 
 # --- questions and permission requests ---------------------------------------------------------------------------
 
 
-async def _ask(ctx: TurnContext, writer: MessageWriter, part: dict, kind: str, fields: dict) -> None:
+async def _ask(ctx: TurnContext, writer: MessageWriter, part: dict, kind: str, fields: dict, guarded: ToolCall | None = None) -> None:
+    """Asks the user; for a permission request `guarded` is the call waiting for it (who may answer: its capability)."""
     def store() -> dict:
         question = PendingQuestion(session_id=ctx.session_id, turn_id=ctx.turn_id, kind=kind, subagent_id=ctx.subagent_id,
                                    message_id=writer.id, call_id=part["callID"])
+        if guarded is not None:
+            tool = ctx.tools[part["tool"]]
+            question.guarded_capability, question.guarded_model_id = tool.capability or "", guarded.model_id or ""
         _, question.frame = frames.question_ask(ctx.session_id, question.interrupt_id, kind, fields, message_id=writer.id,
                                                 call_id=part["callID"], subagent_id=ctx.subagent_id)
         question.save(force_insert=True)
@@ -190,9 +198,15 @@ def _allow_for_session(session_id: str, tool_name: str) -> None:
 # --- calls -------------------------------------------------------------------------------------------------------
 
 
-async def _checked_call(ctx: TurnContext, tool: Tool, arguments: dict) -> ToolCall:
-    model_id = await in_thread(checked_model)(ctx.session_id, arguments.get("modelId"), ctx.model_id) if tool.takes_model else None
+def _checked_call_sync(ctx: TurnContext, tool: Tool, arguments: dict) -> ToolCall:
+    """The call, once its model is one of the session's and the user who wrote the message may make it."""
+    model_id = checked_model(ctx.session_id, arguments.get("modelId"), ctx.model_id) if tool.takes_model else None
+    require_tool(ctx.acting_user, tool, session_id=ctx.session_id, project_id=ctx.project_id, model_id=model_id)
     return ToolCall(ctx, arguments, model_id)
+
+
+async def _checked_call(ctx: TurnContext, tool: Tool, arguments: dict) -> ToolCall:
+    return await in_thread(_checked_call_sync)(ctx, tool, arguments)
 
 
 async def execute(ctx: TurnContext, writer: MessageWriter, part: dict, tool: Tool, arguments: dict) -> CallEnd:
@@ -224,7 +238,7 @@ async def run_call(ctx: TurnContext, writer: MessageWriter, part: dict) -> CallE
         if tool is None:
             raise ToolError(f"unknown tool {part['tool']!r}; available: {', '.join(sorted(ctx.tools))}")
         arguments = tool.parse_arguments(part["state"].get("raw", ""))
-        await _checked_call(ctx, tool, arguments)  # a call outside the session's scope is refused before anyone is asked
+        call = await _checked_call(ctx, tool, arguments)  # a call outside the session's scope or the user's rights is refused before anyone is asked
     except ToolError as exc:
         await _fail_call(ctx, writer, part, str(exc))
         return CallEnd.DONE
@@ -237,7 +251,7 @@ async def run_call(ctx: TurnContext, writer: MessageWriter, part: dict) -> CallE
         })
         return CallEnd.SUSPENDED
     if tool.irreversible and not await in_thread(_allowed_for_session)(ctx.session_id, tool.name):
-        await _ask(ctx, writer, part, PendingQuestion.Kind.PERMISSION, _permission_fields(tool, arguments))
+        await _ask(ctx, writer, part, PendingQuestion.Kind.PERMISSION, _permission_fields(tool, arguments), guarded=call)
         return CallEnd.SUSPENDED
     return await execute(ctx, writer, part, tool, arguments)
 

@@ -9,7 +9,8 @@ from pathlib import PurePath
 from chat_app import frames, services
 from chat_app.agent.script_tools import edit
 from chat_app.agent.tools import MODEL_ID, Tool, ToolCall, ToolError, ToolResult, call_service, json_output, object_schema
-from core.provenance import AGENT_AUTHOR, Provenance
+from accounts_app.roles import Capability
+from core.provenance import Provenance
 from models_app.models import Project
 from models_app.project_services import project_model_create
 from models_app.selectors import model_get
@@ -26,7 +27,7 @@ def demo_copy(call: ToolCall) -> ToolResult:
     if not script:
         raise ToolError(f"the model {source.id} has no build script to copy")
     model, saved = call_service(project_model_create, project=project, name=f"{PurePath(source.name).stem} (demo copy).ifc", script=script,
-                                note=f"offline demo: a copy of {source.id}", author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+                                note=f"offline demo: a copy of {source.id}", author=call.signature.author, provenance=Provenance.AI.value)
     created = frames.model_created(model.id, model.format, model.name, project.id)
     return ToolResult(
         json_output({**created[1], "copyOf": source.id, "version": saved.get("version")}),
@@ -43,6 +44,7 @@ DEMO_COPY = Tool(
     run=demo_copy,
     irreversible=True,
     takes_model=True,
+    capability=Capability.EDIT,
 )
 
 

@@ -1,11 +1,12 @@
 """Plan-file tools: the project's room programme, BIM supplement and delivered building, through plans_app's
-services (the same as the REST API), with author "agent" and provenance AI. The delivery tells the session's viewer
+services (the same as the REST API), signed "agent on behalf of <user>" (agent/acting.py) with provenance AI. The delivery tells the session's viewer
 itself, through the project event seam."""
 
 from __future__ import annotations
 
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
-from core.provenance import AGENT_AUTHOR, Provenance
+from accounts_app.roles import Capability
+from core.provenance import Provenance
 from plans_app import services
 from plans_app.models import PLAN_FILES
 from plans_app.use_cases import deliver as delivery
@@ -28,10 +29,11 @@ def read_plan(call: ToolCall) -> ToolResult:
 
 
 @agent_tool("write_plan", "Replace a plan file with a whole new document (schema plan/1, bim_supplement/1 or building/1).",
-            {"name": NAME, "content": {"type": "object"}}, ("name", "content"))
+            {"name": NAME, "content": {"type": "object"}}, ("name", "content"), capability=Capability.EDIT)
 def write_plan(call: ToolCall) -> ToolResult:
     name = call.arguments["name"]
-    result = call_service(services.plan_file_put, project_id=_project_id(call), name=name, document=call.arguments["content"], author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+    result = call_service(services.plan_file_put, project_id=_project_id(call), name=name, document=call.arguments["content"], author=call.signature.author,
+                          provenance=Provenance.AI.value)
     return ToolResult(json_output(result), title=f"wrote {name} {result['version']}", metadata=result)
 
 
@@ -49,8 +51,8 @@ def plan_diff(call: ToolCall) -> ToolResult:
 
 
 @agent_tool("deliver", "Build the project's model(s) from the plan and the BIM supplement and record the building (the user is asked for permission).",
-            {"plan": {"type": "object"}, "bimSupplement": {"type": "object"}}, ("plan", "bimSupplement"), irreversible=True)
+            {"plan": {"type": "object"}, "bimSupplement": {"type": "object"}}, ("plan", "bimSupplement"), irreversible=True, capability=Capability.EDIT)
 def deliver(call: ToolCall) -> ToolResult:
     result = call_service(delivery.deliver, project_id=_project_id(call), plan=call.arguments["plan"], bim_supplement=call.arguments["bimSupplement"],
-                          author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+                          provenance=Provenance.AI.value, signature=call.signature)
     return ToolResult(json_output(result), title=f"delivered as plan {result['version']}", metadata={"version": result["version"], "model": result["model"]})

@@ -6,7 +6,8 @@ from __future__ import annotations
 from rest_framework.exceptions import ValidationError
 
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output, object_schema
-from core.provenance import AGENT_AUTHOR, Provenance
+from accounts_app.roles import Capability
+from core.provenance import Provenance
 from issues_app import selectors, services
 from issues_app.serializers import (
     ChangeEntrySerializer,
@@ -56,22 +57,23 @@ def list_issues(call: ToolCall) -> ToolResult:
     "entityId": {"type": "string"}, "entityName": {"type": "string"}, "entityType": {"type": "string"},
     "title": {"type": "string", "minLength": 1}, "comment": {"type": "string"},
     "camera": object_schema({"eye": VECTOR, "look": VECTOR, "up": VECTOR}, ("eye", "look", "up")),
-}, ("title",), takes_model=True)
+}, ("title",), takes_model=True, capability=Capability.REVIEW)
 def create_issue(call: ToolCall) -> ToolResult:
     data = _validated(IssueInputSerializer, {
         **{k: call.arguments[k] for k in ("entityId", "entityName", "entityType", "title", "comment", "camera") if k in call.arguments},
-        "author": AGENT_AUTHOR, "provenance": AI,
+        "provenance": AI,
     })
-    issue = call_service(lambda: IssueSerializer(services.issue_create(model_id=call.model_id, data=data)).data)
+    issue = call_service(lambda: IssueSerializer(services.issue_create(model_id=call.model_id, data=data, signature=call.signature)).data)
     return ToolResult(json_output(_issue_summary(issue)), title=f"pinned issue {issue['id']}: {issue['title']}", metadata={"modelId": call.model_id, "issue": issue})
 
 
 @agent_tool("update_issue", "Change an issue's title, comment, status (open, checking, resolved) or topic fields (priority, assignee, labels, due date, type, stage).", {
     "issueId": ISSUE_ID, "title": {"type": "string"}, "comment": {"type": "string"}, "status": STATUS, **TOPIC_FIELDS,
-}, ("issueId",), takes_model=True)
+}, ("issueId",), takes_model=True, capability=Capability.REVIEW)
 def update_issue(call: ToolCall) -> ToolResult:
-    changes = _validated(IssuePatchSerializer, {**{k: v for k, v in call.arguments.items() if k not in ("issueId", "modelId")}, "modifiedAuthor": AGENT_AUTHOR})
-    issue = call_service(lambda: IssueSerializer(services.issue_update(model_id=call.model_id, issue_id=call.arguments["issueId"], changes=changes)).data)
+    changes = _validated(IssuePatchSerializer, {k: v for k, v in call.arguments.items() if k not in ("issueId", "modelId")})
+    issue = call_service(lambda: IssueSerializer(services.issue_update(model_id=call.model_id, issue_id=call.arguments["issueId"], changes=changes,
+                                                                       signature=call.signature)).data)
     return ToolResult(json_output(_issue_summary(issue)), title=f"updated issue {issue['id']} ({issue['status']})", metadata={"modelId": call.model_id, "issue": issue})
 
 
@@ -81,29 +83,29 @@ def list_comments(call: ToolCall) -> ToolResult:
     return ToolResult(json_output(comments), title=f"{len(comments)} comment(s) on {call.arguments['issueId']}", metadata={"modelId": call.model_id, "count": len(comments)})
 
 
-@agent_tool("add_comment", "Add a comment to an issue's thread (author agent), optionally about one of its viewpoints.", {
+@agent_tool("add_comment", "Add a comment to an issue's thread (signed by the agent for the user), optionally about one of its viewpoints.", {
     "issueId": ISSUE_ID, "text": {"type": "string", "minLength": 1}, "viewpointGuid": {"type": "string"},
-}, ("issueId", "text"), takes_model=True)
+}, ("issueId", "text"), takes_model=True, capability=Capability.REVIEW)
 def add_comment(call: ToolCall) -> ToolResult:
     comment = call_service(lambda: CommentSerializer(services.comment_add(
-        model_id=call.model_id, issue_id=call.arguments["issueId"], text=call.arguments["text"], author=AGENT_AUTHOR,
+        model_id=call.model_id, issue_id=call.arguments["issueId"], text=call.arguments["text"], signature=call.signature,
         viewpoint_guid=call.arguments.get("viewpointGuid"))).data)
     return ToolResult(json_output(comment), title=f"commented on {call.arguments['issueId']}", metadata={"modelId": call.model_id, "comment": comment})
 
 
 @agent_tool("edit_comment", "Change the text of a comment (recorded as modified by the agent).", {
     "issueId": ISSUE_ID, "commentId": COMMENT_ID, "text": {"type": "string", "minLength": 1},
-}, ("issueId", "commentId", "text"), takes_model=True)
+}, ("issueId", "commentId", "text"), takes_model=True, capability=Capability.REVIEW)
 def edit_comment(call: ToolCall) -> ToolResult:
     comment = call_service(lambda: CommentSerializer(services.comment_update(
         model_id=call.model_id, issue_id=call.arguments["issueId"], comment_id=call.arguments["commentId"],
-        changes={"text": call.arguments["text"], "modifiedAuthor": AGENT_AUTHOR})).data)
+        changes={"text": call.arguments["text"]}, signature=call.signature)).data)
     return ToolResult(json_output(comment), title=f"edited a comment on {call.arguments['issueId']}", metadata={"modelId": call.model_id, "comment": comment})
 
 
 @agent_tool("delete_comment", "Delete a comment from an issue's thread (the user is asked for permission).", {
     "issueId": ISSUE_ID, "commentId": COMMENT_ID,
-}, ("issueId", "commentId"), takes_model=True, irreversible=True)
+}, ("issueId", "commentId"), takes_model=True, irreversible=True, capability=Capability.REVIEW)
 def delete_comment(call: ToolCall) -> ToolResult:
     call_service(services.comment_delete, model_id=call.model_id, issue_id=call.arguments["issueId"], comment_id=call.arguments["commentId"])
     return ToolResult("deleted", title=f"deleted a comment on {call.arguments['issueId']}", metadata={"modelId": call.model_id})
@@ -117,12 +119,12 @@ def get_overrides(call: ToolCall) -> ToolResult:
 
 @agent_tool("set_overrides", "Override whitelisted properties of an element without changing the IFC.", {
     "entityId": {"type": "string", "minLength": 1}, "entityName": {"type": "string"}, "fields": FIELDS,
-}, ("entityId", "fields"), takes_model=True)
+}, ("entityId", "fields"), takes_model=True, capability=Capability.EDIT)
 def set_overrides(call: ToolCall) -> ToolResult:
     entity_id = call.arguments["entityId"]
-    data = _validated(PropertiesUpdateSerializer, {"entityName": call.arguments.get("entityName", ""), "fields": call.arguments["fields"], "author": AGENT_AUTHOR, "provenance": AI})
+    data = _validated(PropertiesUpdateSerializer, {"entityName": call.arguments.get("entityName", ""), "fields": call.arguments["fields"], "provenance": AI})
     effective = call_service(services.entity_properties_update, model_id=call.model_id, entity_id=entity_id, entity_name=data["entityName"],
-                             fields=data["fields"], author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+                             fields=data["fields"], provenance=Provenance.AI.value, signature=call.signature)
     return ToolResult(json_output(effective), title=f"set overrides of {entity_id}", metadata={"modelId": call.model_id, "entityId": entity_id, "effective": effective})
 
 
@@ -134,7 +136,7 @@ def list_changes(call: ToolCall) -> ToolResult:
 
 
 @agent_tool("migrate_overrides", "Turn the model's overrides into build-script edits saved as one version (the user is asked for permission).",
-            takes_model=True, irreversible=True)
+            takes_model=True, irreversible=True, capability=Capability.EDIT)
 def migrate_overrides(call: ToolCall) -> ToolResult:
-    result = call_service(migration.migrate_overrides, model_id=call.model_id, author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+    result = call_service(migration.migrate_overrides, model_id=call.model_id, provenance=Provenance.AI.value, signature=call.signature)
     return ToolResult(json_output(result), title=f"migrated {len(result['migrated'])}, failed {len(result['failed'])}", metadata={"modelId": call.model_id, **result})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from chat_app.agent.acting import acting_user_of, signature_for
 from chat_app.agent.offline_demo import offline_tools
 from chat_app.agent.llm import OpenAICompatibleModel, describe_provider_error
 from chat_app.agent.loop import TurnContext
@@ -40,6 +41,7 @@ def turn_context(turn) -> TurnContext:
     session = ChatSession.objects.select_related("project").get(pk=turn.session_id)
     note = context_note(session)
     llm = language_model()
+    acting_user = acting_user_of(turn)
     return TurnContext(
         session_id=session.id,
         turn_id=turn.id,
@@ -51,6 +53,8 @@ def turn_context(turn) -> TurnContext:
         project_kind=session.project.kind if session.project else None,
         system_prompt=f"{prompt('main')}\n\n{note}",
         context_note=note,
+        acting_user=acting_user,
+        signature=signature_for(acting_user),
     )
 
 

@@ -1,6 +1,6 @@
 """Build-script tools: each one is a call of the gateway's own script routes (models_app.script_services), the
 same code path as the REST API, so reconversion and the change log follow exactly as they do for people. Mutating
-calls carry author "agent" and provenance AI. A drawing source in PARAMS must be a drawing of the session's project."""
+calls are signed "agent on behalf of <user>" (agent/acting.py) with provenance AI. A drawing source in PARAMS must be a drawing of the session's project."""
 
 from __future__ import annotations
 
@@ -9,14 +9,16 @@ from functools import cache
 from chat_app import frames
 from chat_app.agent.scope import check_drawing_source
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
-from core.provenance import AGENT_AUTHOR, Provenance
+from accounts_app.roles import Capability
+from core.provenance import Provenance
 from core.script_analysis import AnalysisLimits, AnalysisPool, ScriptAnalysisError
 from models_app import script_services
 from models_app.models import IfcModel
 from models_app.script_services import PROXY_ROUTES
 
 ROUTES = {route.route: route for route in PROXY_ROUTES}
-AGENT = {"author": AGENT_AUTHOR, "provenance": {"source": Provenance.AI.value}}
+AI = {"source": Provenance.AI.value}
+EDIT = Capability.EDIT
 NOTE = {"note": {"type": "string"}}
 VERSION = {"type": "string", "pattern": "^v[0-9]+$"}
 SCALAR = {"type": ["string", "number", "boolean"]}
@@ -25,7 +27,8 @@ SCALAR = {"type": ["string", "number", "boolean"]}
 def edit(call: ToolCall, route: str, method: str, *, query: dict | None = None, body: dict | None = None) -> dict:
     if route == "edit-call":
         return call_service(script_services.script_edit_call, model_id=call.model_id, **body)
-    return call_service(script_services.forward, model_id=call.model_id, route=ROUTES[route], method=method, query=query, body=body)
+    return call_service(script_services.forward, model_id=call.model_id, route=ROUTES[route], method=method, query=query, body=body,
+                        signature=call.signature)
 
 
 def viewer_kind(model_id: str) -> str:
@@ -74,7 +77,7 @@ def get_script(call: ToolCall) -> ToolResult:
     return ToolResult(header + numbered, title=f"read the build script ({'staged' if staged else 'saved'})", metadata={"modelId": call.model_id, "staged": staged, "version": state.get("version")})
 
 
-@agent_tool("put_script", "Stage a complete new build script (one staging step; nothing runs).", {"script": {"type": "string"}, **NOTE}, ("script",), takes_model=True)
+@agent_tool("put_script", "Stage a complete new build script (one staging step; nothing runs).", {"script": {"type": "string"}, **NOTE}, ("script",), takes_model=True, capability=EDIT)
 def put_script(call: ToolCall) -> ToolResult:
     check_drawing_source(call.session_id, _script_params(call.arguments["script"]))
     state = edit(call, "script", "PUT", body={"script": call.arguments["script"], "note": call.arguments.get("note", "")})
@@ -89,7 +92,7 @@ def get_params(call: ToolCall) -> ToolResult:
     return ToolResult(json_output(params), title="read PARAMS", metadata={"modelId": call.model_id, "params": params})
 
 
-@agent_tool("set_params", "Stage new PARAMS (the whole dict; the rest of the script stays byte-identical).", {"params": {"type": "object"}, **NOTE}, ("params",), takes_model=True)
+@agent_tool("set_params", "Stage new PARAMS (the whole dict; the rest of the script stays byte-identical).", {"params": {"type": "object"}, **NOTE}, ("params",), takes_model=True, capability=EDIT)
 def set_params(call: ToolCall) -> ToolResult:
     check_drawing_source(call.session_id, call.arguments["params"])
     state = edit(call, "script", "PUT", body={"params": call.arguments["params"], "note": call.arguments.get("note", "")})
@@ -106,12 +109,12 @@ def _navigation(route: str, verb: str):
     return run
 
 
-agent_tool("undo", "Move the staging cursor one step back.", takes_model=True)(_navigation("script/undo", "undid one staging step"))
-agent_tool("redo", "Move the staging cursor one step forward.", takes_model=True)(_navigation("script/redo", "redid one staging step"))
-agent_tool("discard", "Drop all staged changes; back to the last saved version.", takes_model=True, irreversible=True)(_navigation("script/discard", "discarded the staging"))
+agent_tool("undo", "Move the staging cursor one step back.", takes_model=True, capability=EDIT)(_navigation("script/undo", "undid one staging step"))
+agent_tool("redo", "Move the staging cursor one step forward.", takes_model=True, capability=EDIT)(_navigation("script/redo", "redid one staging step"))
+agent_tool("discard", "Drop all staged changes; back to the last saved version.", takes_model=True, irreversible=True, capability=EDIT)(_navigation("script/discard", "discarded the staging"))
 
 
-@agent_tool("run_script", "Run the staged script in the sandbox into a preview; ends with the staging diff summary.", takes_model=True)
+@agent_tool("run_script", "Run the staged script in the sandbox into a preview; ends with the staging diff summary.", takes_model=True, capability=EDIT)
 def run_script(call: ToolCall) -> ToolResult:
     run = edit(call, "script/run", "POST")
     diff = edit(call, "script/staging/diff", "GET", query={"from": "0"})
@@ -124,15 +127,15 @@ def run_script(call: ToolCall) -> ToolResult:
                       frames=[_staged(call, "run_script", run)])
 
 
-@agent_tool("save_version", "Save the staged script and its product as a new version (the user is asked for permission).", NOTE, takes_model=True, irreversible=True)
+@agent_tool("save_version", "Save the staged script and its product as a new version (the user is asked for permission).", NOTE, takes_model=True, irreversible=True, capability=EDIT)
 def save_version(call: ToolCall) -> ToolResult:
-    saved = edit(call, "script/save", "POST", body={"note": call.arguments.get("note", ""), **AGENT})
+    saved = edit(call, "script/save", "POST", body={"note": call.arguments.get("note", ""), "author": call.signature.author, "provenance": AI})
     summary = {k: saved.get(k) for k in ("version", "semanticDiff", "alignment", "warning") if saved.get(k) is not None}
     return ToolResult(json_output(summary), title=f"saved {saved['version']}", metadata={"modelId": call.model_id, **summary},
                       frames=[frames.viewer_committed(call.model_id, viewer_kind(call.model_id), saved["version"])])
 
 
-@agent_tool("rollback", "Restore a saved version's script into staging and build it.", {"version": VERSION}, ("version",), takes_model=True, irreversible=True)
+@agent_tool("rollback", "Restore a saved version's script into staging and build it.", {"version": VERSION}, ("version",), takes_model=True, irreversible=True, capability=EDIT)
 def rollback(call: ToolCall) -> ToolResult:
     version = call.arguments["version"]
     run = edit(call, "script/rollback", "POST", body={"version": version})
@@ -172,7 +175,7 @@ def locate(call: ToolCall) -> ToolResult:
 
 
 @agent_tool("edit_call", "Rewrite one scalar argument of an element's create_entity call, build it, stage it.",
-            {"designKey": {"type": "string", "minLength": 1}, "argument": {"type": "string", "minLength": 1}, "value": SCALAR}, ("designKey", "argument", "value"), takes_model=True)
+            {"designKey": {"type": "string", "minLength": 1}, "argument": {"type": "string", "minLength": 1}, "value": SCALAR}, ("designKey", "argument", "value"), takes_model=True, capability=EDIT)
 def edit_call(call: ToolCall) -> ToolResult:
     key, argument, value = call.arguments["designKey"], call.arguments["argument"], call.arguments["value"]
     run = edit(call, "edit-call", "POST", body={"design_key": key, "argument": argument, "value": value})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from chat_app import frames, selectors, services
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
-from core.provenance import AGENT_AUTHOR, Provenance
+from accounts_app.roles import Capability
+from core.provenance import Provenance
 from models_app.project_services import project_model_init
 
 
@@ -23,13 +24,13 @@ def session_info(call: ToolCall) -> ToolResult:
     "to the session (the user is asked for permission). In a cad project it is the drawing (a dxf_lib script); in a "
     "cad->ifc project the first call creates the drawing, the second the IFC model whose script reads the drawing's "
     "latest saved version."
-), {"title": {"type": "string", "maxLength": 200}, "script": {"type": "string", "minLength": 1}}, irreversible=True)
+), {"title": {"type": "string", "maxLength": 200}, "script": {"type": "string", "minLength": 1}}, irreversible=True, capability=Capability.EDIT)
 def init_model(call: ToolCall) -> ToolResult:
     session = services.session_get(call.session_id)
     if session.project is None:
         raise ToolError("init_model is for cad and cad->ifc projects, and this session belongs to no project")
     model, saved = call_service(project_model_init, project=session.project, title=call.arguments.get("title", ""), script=call.arguments.get("script"),
-                                author=AGENT_AUTHOR, provenance=Provenance.AI.value)
+                                author=call.signature.author, provenance=Provenance.AI.value)
     services.session_bind_model(session.id, model)
     call.ctx.model_id = model.id
     created = frames.model_created(model.id, model.format, model.name, session.project_id)

@@ -14,6 +14,9 @@ likes. Options of the declaration:
 - `native`: an async function that runs on the loop (it must only await: the delegation to a sub-agent).
 - `on_resume`: for a tool that runs a sub-agent: goes on with the sub-agent when the user answered its question (the
   loop hands such an answer to it).
+- `capability`: what the call needs of the user who wrote the message, on the call's model (else the session's
+  project): the capability of the tool's REST route (viewer_gateway/access.py ROUTE_RULES), default view; None for a
+  tool that acts on nothing itself (ask_user, delegate: the sub-agent's calls are checked). agent/acting.py decides.
 
 A tool that fails raises ToolError: its message goes back to the model as the tool's output, and the turn goes on.
 `call_service` turns the gateway's business errors (core.errors.ApplicationError) into ToolError; it is the one place
@@ -27,6 +30,8 @@ from typing import Callable, Protocol
 
 import jsonschema
 
+from accounts_app.roles import Capability
+from api.signatures import Signature
 from core.errors import ApplicationError
 
 
@@ -56,6 +61,7 @@ class ToolContext(Protocol):
     project_id: str | None
     model_id: str | None
     subagent_id: str
+    signature: Signature  # what the agent's records are signed with (agent on behalf of the user)
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,10 @@ class ToolCall:
     def project_id(self) -> str | None:
         return self.ctx.project_id
 
+    @property
+    def signature(self) -> Signature:
+        return self.ctx.signature
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -86,6 +96,7 @@ class Tool:
     takes_model: bool = False
     native: bool = False
     on_resume: Callable | None = None  # async (ctx, question) -> Outcome, see the module's doc
+    capability: Capability | None = Capability.VIEW
 
     def spec(self) -> dict:
         return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
@@ -115,7 +126,8 @@ REGISTRY: dict[str, Tool] = {}
 
 
 def agent_tool(name: str, description: str, properties: dict | None = None, required: tuple[str, ...] = (), *,
-               takes_model: bool = False, irreversible: bool = False, native: bool = False, on_resume: Callable | None = None):
+               takes_model: bool = False, irreversible: bool = False, native: bool = False, on_resume: Callable | None = None,
+               capability: Capability | None = Capability.VIEW):
     """Declares a tool (see the module's doc)."""
 
     def register(function):
@@ -123,7 +135,7 @@ def agent_tool(name: str, description: str, properties: dict | None = None, requ
             raise RuntimeError(f"two tools are named {name}")
         parameters = object_schema({**(MODEL_ID if takes_model else {}), **(properties or {})}, required)
         REGISTRY[name] = Tool(name, description, parameters, function, irreversible=irreversible, takes_model=takes_model, native=native,
-                              on_resume=on_resume)
+                              on_resume=on_resume, capability=capability)
         return function
 
     return register
@@ -165,4 +177,5 @@ register(Tool(
         ("question",),
     ),
     suspends_turn=True,
+    capability=None,
 ))

@@ -109,7 +109,8 @@ def _context_of(ctx: TurnContext, question: PendingQuestion) -> TurnContext:
     """The context a question was asked in: the main agent's, or its sub-agent's (same session and turn)."""
     if not question.subagent_id:
         return ctx
-    return TurnContext(session_id=ctx.session_id, turn_id=ctx.turn_id, user_message_id="", llm=ctx.llm, tools={}, subagent_id=question.subagent_id)
+    return TurnContext(session_id=ctx.session_id, turn_id=ctx.turn_id, user_message_id="", llm=ctx.llm, tools={}, subagent_id=question.subagent_id,
+                       acting_user=ctx.acting_user, signature=ctx.signature)
 
 
 async def _end_failed(ctx: TurnContext, turn: Turn, exc: Exception) -> None:
