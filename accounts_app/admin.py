@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 
+from accounts_app import audit_admin  # noqa: F401  (registers the audit trail's read-only page)
 from accounts_app.models import Account, ApiToken, ProjectMember, ShareLink
 from accounts_app.services import server_role_sync
 from api.admin import ReadOnlyAdminMixin

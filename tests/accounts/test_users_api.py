@@ -191,7 +191,7 @@ def test_the_admin_site_shows_people_and_never_a_token_hash(admin):
     site.force_login(admin)
     token = ApiToken.objects.get()
     pages = ["/admin/auth/user/", f"/admin/auth/user/{admin.pk}/change/", "/admin/accounts/apitoken/", f"/admin/accounts/apitoken/{token.pk}/change/",
-             "/admin/accounts/projectmember/", "/admin/accounts/sharelink/"]
+             "/admin/accounts/projectmember/", "/admin/accounts/sharelink/", "/admin/accounts/auditevent/"]
     for page in pages:
         response = site.get(page)
         assert response.status_code == 200, page
