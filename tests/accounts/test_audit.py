@@ -208,7 +208,7 @@ def test_a_token_is_recorded_when_its_last_use_is_and_a_failed_one_always(world)
 
     wrong = APIClient(REMOTE_ADDR="198.51.100.9", HTTP_AUTHORIZATION=f"Bearer {TOKEN_PREFIX}not-a-token")
     assert wrong.get("/api/v1/models").json()["code"] == 40100
-    failed = AuditEvent.objects.get(action="token.fail")
+    failed = AuditEvent.objects.get(action="token.failed")
     assert (failed.ip, failed.detail) == ("198.51.100.9", {"reason": "invalid bearer token", "route": "model-list"})
 
 
