@@ -23,7 +23,7 @@ class IssueAdmin(admin.ModelAdmin):
     search_fields = ["title", "entity_id", "entity_name", "id", "assigned_to", "bcf_topic_guid"]
     readonly_fields = [
         "id", "model", "screenshot", "thumbnail", "camera", "bcf_topic_guid", "bcf_topic_status", "viewpoints", "document_references",
-        "bcf_header_files", "created_at", "updated_at",
+        "bcf_header_files", "created_at", "updated_at", "author_verified", "modified_author_verified", "assigned_to_member",
     ]
     list_select_related = ["model"]
     inlines = [CommentInline]
@@ -31,7 +31,7 @@ class IssueAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change and form.changed_data:
             obj.modified_at = timezone.now()
-            obj.modified_author = request.user.get_username()
+            obj.modified_author, obj.modified_author_verified = request.user.get_username(), True  # a staff account
         super().save_model(request, obj, form, change)
 
     def save_formset(self, request, form, formset, change):
