@@ -235,3 +235,12 @@ def test_a_share_link_that_does_not_open_says_so_with_404(project, client, state
     assert answer.headers["Content-Type"].startswith("text/html")
     assert "This share link is not valid" in answer.content.decode()
     assert SHARE_COOKIE not in answer.cookies
+
+
+def test_with_the_operators_token_set_the_pages_need_no_token(alice, browser, viewer_config, project):
+    viewer_config(apiToken="operator-secret")
+    assert browser.get("/sign-in").status_code == 200
+    assert sign_in(browser).status_code == 302
+    assert browser.get("/api/v1/models").status_code == 200  # the session, not the operator's token
+    assert browser.post("/sign-out", HTTP_X_CSRFTOKEN=browser.cookies["csrftoken"].value).status_code == 302
+    assert browser.get(f"/s/{make_link(project)}").status_code == 302
