@@ -159,13 +159,14 @@ def account_for_sign_in(claims: dict, by: Principal):
         raise SignInRefused("the provider sent no sub claim")
     if not isinstance(username, str) or not username.strip():
         raise SignInRefused(f"the provider sent no {viewer.oidcUsernameClaim} claim (oidcUsernameClaim)")
+    username = username.strip()
     mapped_role = role_for_groups(claims.get(viewer.oidcGroupsClaim)) if viewer.oidcGroupsClaim else None
     display_name = claims.get("name") if isinstance(claims.get("name"), str) else ""
     email = claims.get("email") if isinstance(claims.get("email"), str) else ""
-    user = _linked_or_named_user(subject, username.strip())
+    user = _linked_or_named_user(subject, username)
     if user is None:
         try:
-            user = user_create(by, username=username.strip(), email=email, display_name=display_name, role=mapped_role or ServerRole.USER)
+            user = user_create(by, username=username, email=email, display_name=display_name, role=mapped_role or ServerRole.USER)
         except ApplicationError as exc:
             raise SignInRefused(f"no account can be made for {username!r}: {exc.message}") from None
     else:

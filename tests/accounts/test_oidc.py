@@ -211,6 +211,36 @@ def test_an_unreachable_provider_is_named_when_signing_in(client, viewer_config)
     assert f"{closed}/.well-known/openid-configuration cannot be read" in response.json()["message"]
 
 
+@pytest.mark.parametrize("config, problem", [
+    ({"oidcIssuer": "http://sso.example.com"}, "oidcIssuer: expected the provider's https:// issuer URL"),
+    ({"oidcIssuer": "https://sso.example.com/realms/a?x=1"}, "oidcIssuer: expected"),
+    ({"oidcIssuer": "https://sso.example.com"}, "oidcClientId: required with oidcIssuer"),
+    ({"oidcIssuer": "https://sso.example.com", "oidcClientId": "c"}, "oidcClientSecret: required with oidcIssuer"),
+    ({"oidcScopes": "email profile"}, 'oidcScopes: must include "openid"'),
+    ({"oidcAdminGroups": ["admins", 7]}, "oidcAdminGroups: every item must be a string"),
+])
+def test_the_single_sign_on_configuration_is_checked(tmp_path, config, problem):
+    from viewer_gateway.config import ConfigError, load_config
+
+    path = tmp_path / "server_config.json"
+    path.write_text(json.dumps(config))
+
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        load_config({"VIEWER_CONFIG": str(path)})
+
+
+def test_the_client_secret_may_come_from_the_environment(tmp_path):
+    from viewer_gateway.config import load_config
+
+    path = tmp_path / "server_config.json"
+    path.write_text(json.dumps({"oidcIssuer": "https://sso.example.com/realms/acme", "oidcClientId": "c", "oidcGuestGroups": "partners, guests"}))
+
+    config = load_config({"VIEWER_CONFIG": str(path), "VIEWER_OIDC_CLIENT_SECRET": "s3cret"})
+
+    assert (config.oidc_enabled, config.oidcClientSecret, config.oidcGuestGroups) == (True, "s3cret", ("partners", "guests"))
+    assert config.oidcScopes == "openid email profile" and config.oidcUsernameClaim == "preferred_username"
+
+
 # --- the ID token checks mozilla-django-oidc leaves out, on tokens this test signs (the provider signs only good ones)
 
 @pytest.fixture
