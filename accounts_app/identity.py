@@ -16,6 +16,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from accounts_app.audit import audit_record
 from accounts_app.models import Account, ApiToken, ShareLink
 from accounts_app.roles import ServerRole
 from accounts_app.secrets import SHARE_COOKIE, SHARE_PREFIX, TOKEN_PREFIX, sha256
@@ -31,6 +32,7 @@ class NoIdentity:
 
     message: str
     presented: bool  # a credential was presented (and failed): counts towards the address's failure throttle
+    stale_share_link: bool = False  # the cookie of a share link that expired or was revoked: the answer drops it
 
 
 def accounts_enabled() -> bool:
@@ -62,9 +64,11 @@ def _personal_token(presented: str, address: str) -> Principal | NoIdentity:
         return NoIdentity("this token has expired", presented=True)
     if not token.user.is_active:
         return NoIdentity("the account of this token is disabled", presented=True)
+    principal = _user_principal(token.user, address, Via.TOKEN, read_only=token.scope == ApiToken.Scope.READ, token_id=token.id)
     if token.last_used_at is None or now - token.last_used_at >= LAST_USE_GRANULARITY:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return _user_principal(token.user, address, Via.TOKEN, read_only=token.scope == ApiToken.Scope.READ, token_id=token.id)
+        audit_record(principal, "token.use", object=f"token:{token.id}", detail={"name": token.name})
+    return principal
 
 
 def share_link_principal(presented: str, address: str) -> Principal | None:
@@ -106,7 +110,7 @@ def identify(request, *, address: str, authorization: str) -> Principal | NoIden
         return _user_principal(user, address, Via.SESSION)
     share_secret = request.COOKIES.get(SHARE_COOKIE, "")
     if share_secret.startswith(SHARE_PREFIX):
-        return share_link_principal(share_secret, address) or NoIdentity("this share link has expired or was revoked", presented=True)
+        return share_link_principal(share_secret, address) or NoIdentity("this share link has expired or was revoked", presented=False, stale_share_link=True)
     if not operator_token and not accounts_enabled():
         return Principal(name=DEFAULT_AUTHOR, address=address, via=Via.OPEN)
     return None

@@ -71,7 +71,7 @@ def model_upload(*, uploaded_file, by: Principal | None = None) -> IfcModel:
     """Stores an uploaded IFC (already streamed to a temporary file) and queues its conversion; `by`: who uploads it,
     for the audit trail."""
     name, temp_path = checked_ifc_upload(uploaded_file)
-    model = IfcModel(name=name, size=uploaded_file.size)
+    model = IfcModel(name=name, size=uploaded_file.size, uploaded_by_id=by.user_id if by else None)
     folder = model_dir(model.id)
     folder.mkdir()
     try:

@@ -4,6 +4,7 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts_app.audit import audit_record
 from core.errors import Invalid, NotFound
 from models_app import revision_services, selectors, services, trash_services, version_geometry
 from models_app.serializers import (
@@ -36,7 +37,7 @@ class ModelListView(UploadLimit, APIView):
         summary="Upload an IFC file; conversion is queued",
     )
     def post(self, request):
-        return Response(ModelSerializer(services.model_upload(uploaded_file=_file_part(request))).data)
+        return Response(ModelSerializer(services.model_upload(uploaded_file=_file_part(request), by=Principal.of(request))).data)
 
 
 def _file_part(request):
@@ -65,7 +66,7 @@ class ModelRevisionsView(UploadLimit, APIView):
         summary="Upload a new revision of an uploaded model: same id, next version v<n>, converted like an upload",
     )
     def post(self, request, model_id):
-        revision = revision_services.model_revision_upload(model_id=model_id, uploaded_file=_file_part(request), author=Principal.of(request).name)
+        revision = revision_services.model_revision_upload(model_id=model_id, uploaded_file=_file_part(request), author=Principal.of(request).name, by=Principal.of(request))
         return Response(ModelRevisionUploadSerializer(revision).data)
 
 
@@ -97,6 +98,7 @@ class ModelDownloadView(APIView):
         current_product = request.query_params.get("product") == "current"
         model, path = selectors.model_download_file(model_id, current_product=current_product)
         content_type = "application/dxf" if path.suffix == ".dxf" else "application/x-step"
+        audit_record(Principal.of(request), "model.download", object=f"model:{model.id}", project_id=selectors.project_of_model(model.id) or "", detail={"file": path.name})
         return FileResponse(open(path, "rb"), as_attachment=True, filename=model.name, content_type=content_type)
 
 

@@ -14,9 +14,11 @@ from collections.abc import Callable
 from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import Resolver404, resolve
 
+from accounts_app.audit import audit_record
 from accounts_app.identity import NoIdentity, accounts_enabled, anonymous, anonymous_reader, identify
 from accounts_app.policy import Scope, decide
 from accounts_app.roles import Capability
+from accounts_app.secrets import SHARE_COOKIE
 from viewer_gateway.access_rules import ROUTE_RULES, route_capability
 from api.envelope import error_response
 from api.principal import Principal, Via
@@ -55,11 +57,16 @@ def _method_not_allowed(request, rule: dict[str, Capability]):
 
 def request_principal(request, route_name: str, capability: Capability, address: str):
     """The caller's principal, or the 401 answer for a request whose credential fails or that carries none where
-    one is needed. A failed credential counts towards the address's failure throttle (viewer_gateway/edge.py)."""
+    one is needed. A failed token counts towards the address's failure throttle (viewer_gateway/edge.py); a stale
+    share link's cookie does not (it is no guess), and the answer deletes it."""
     principal = identify(request, address=address, authorization=request.headers.get("Authorization", ""))
     if isinstance(principal, NoIdentity):
+        request.stale_share_link = principal.stale_share_link
+        if capability == Capability.PUBLIC:
+            return anonymous(address)  # a public page needs no credential, so a failing one is not asked about
         if principal.presented:
             TokenFailures(address).add_one()
+            audit_record(Principal("anonymous", address=address, via=Via.TOKEN), "token.failed", detail={"reason": principal.message, "route": route_name})
         return error_response(UNAUTHORIZED, principal.message)
     if principal is None:
         if capability == Capability.PUBLIC:
@@ -75,6 +82,12 @@ class AccessMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        response = self.decided(request)
+        if getattr(request, "stale_share_link", False):
+            response.delete_cookie(SHARE_COOKIE)
+        return response
+
+    def decided(self, request):
         try:
             route = resolve(request.path_info)
         except Resolver404:

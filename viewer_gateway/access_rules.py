@@ -27,6 +27,7 @@ ROUTE_RULES: dict[str, dict[str, Capability]] = {
     "users": {"GET": ADMINISTER, "POST": ADMINISTER},
     "user-detail": {"GET": ADMINISTER, "PATCH": ADMINISTER, "DELETE": ADMINISTER},
     "auth-me": {"GET": SIGNED_IN},
+    "auth-capabilities": {"GET": SIGNED_IN},
     "auth-password": {"POST": SIGNED_IN},
     # POST authenticates by session, token, or username + password in the body (throttled like the sign-in)
     "auth-tokens": {"GET": SIGNED_IN, "POST": PUBLIC},

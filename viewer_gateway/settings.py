@@ -94,6 +94,12 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_ONLY_ADMIN_SITE = False  # every sign-in path: the admin, the web client's page, token creation with a password
 AXES_VERBOSE = False
+# a locked-out API client gets the envelope (42900); pages keep axes' own answer, with 429
+AXES_LOCKOUT_CALLABLE = "accounts_app.views.lockout_response"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in ("UserAttributeSimilarityValidator", "MinimumLengthValidator", "CommonPasswordValidator", "NumericPasswordValidator")
+]
 
 ROOT_URLCONF = "viewer_gateway.urls"
 APPEND_SLASH = False

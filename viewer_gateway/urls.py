@@ -3,9 +3,11 @@ from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
+from accounts_app import audit_urls
 from accounts_app import urls as accounts_urls
 from accounts_app.pages import urls as account_page_urls
 from chat_app import urls as chat_urls
+from viewer_gateway.account_views import CapabilitiesView
 from checks_app import urls as checks_urls
 from plans_app import urls as plans_urls
 from issues_app import urls as issues_urls
@@ -21,6 +23,8 @@ api_v1 = [
     *chat_urls.api_urlpatterns,
     *accounts_urls.api_urlpatterns,  # before plans: projects/<id>/<name> would take projects/<id>/members
     *account_page_urls.api_urlpatterns,
+    *audit_urls.api_urlpatterns,
+    path("auth/capabilities", CapabilitiesView.as_view(), name="auth-capabilities"),
     *checks_urls.api_urlpatterns,  # before plans: projects/<id>/<name> would take projects/<id>/ids
     *plans_urls.api_urlpatterns,
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),

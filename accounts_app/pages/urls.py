@@ -1,6 +1,5 @@
 from django.urls import path
 
-from accounts_app.pages import receivers  # noqa: F401  (connects the sign-in audit receivers; see the report to the lead)
 from accounts_app.pages.views import PasswordChangeView, ShareOpenView, SignInView, SignOutView
 
 page_urlpatterns = [

@@ -86,3 +86,19 @@ def test_a_guest_cannot_create_a_project_and_a_user_owns_the_one_it_creates(monk
     assert ProjectMember.objects.get(project_id=created["projectId"]).role == "owner"
     assert ProjectMember.objects.get(project_id=created["projectId"]).user == anna_user
     assert data(anna.get(f"/api/v1/projects/{created['projectId']}/members"))[0]["username"] == "anna"
+
+
+def test_an_upload_outside_a_project_belongs_to_its_uploader(monkeypatch):
+    from models_app import services
+    from tests.gateway.test_models_api import upload
+
+    monkeypatch.setattr(services, "queue_conversion", lambda *args, **kwargs: None, raising=False)
+    anna, anna_user = signed_in("anna")
+    bert, _ = signed_in("bert")
+    model_id = data(upload(anna))["id"]
+    assert IfcModel.objects.get(pk=model_id).uploaded_by == anna_user
+    assert [m["id"] for m in data(anna.get("/api/v1/models"))] == [model_id]
+    assert bert.get(f"/api/v1/models/{model_id}").json()["code"] == 40400
+    assert anna.delete(f"/api/v1/models/{model_id}").json()["code"] == 0
+    guest, _ = signed_in("gus", role="guest")
+    assert upload(guest).json()["code"] == 40300
