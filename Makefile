@@ -9,6 +9,7 @@ PIP_STAMP := $(VENV)/.installed
 NPM_STAMP := converter/node_modules/.installed
 CONVERTER_BUNDLE := converter/dist/convert.mjs
 WEB_STAMP := frontend/dist/.built
+OIDC_PROVIDER_STAMP := tests/accounts/oidc_provider/node_modules/.installed
 
 export VIEWER_CONFIG ?= ./server_config.json
 export EDIT_SERVICE_PORT ?= 8100
@@ -54,7 +55,12 @@ run: setup
 	$(PY) manage.py migrate --noinput -v 0 && \
 	exec $(VENV)/bin/supervisord --nodaemon --configuration $(CURDIR)/scripts/supervisord.conf
 
-test: setup test-prerequisites
+# the OpenID Connect provider the single sign-on tests run (npm's oidc-provider, tests/accounts/oidc_provider)
+$(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts/oidc_provider/package-lock.json
+	cd tests/accounts/oidc_provider && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+test: setup test-prerequisites $(OIDC_PROVIDER_STAMP)
 	env -u VIEWER_PG_DSN $(PY) -m pytest
 	@if [ -n "$$VIEWER_PG_DSN" ]; then \
 		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \

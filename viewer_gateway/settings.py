@@ -84,7 +84,7 @@ MIDDLEWARE = [
     "viewer_gateway.security_headers.ContentSecurityPolicyMiddleware",
 ]
 
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend", "accounts_app.oidc.OidcBackend"]
 # Admin login throttling: 5 failed attempts for one user name from one client address lock that pair for 15
 # minutes. The address is the TCP peer, or what a proxy named in trustedProxies forwards (never a client's own
 # X-Forwarded-For), so a client cannot dodge the count by inventing addresses.
@@ -232,5 +232,8 @@ SPECTACULAR_SETTINGS = {
         "viewer_gateway.openapi.wrap_responses_in_envelope",
     ],
 }
+
+# single sign-on (mozilla-django-oidc): the fixed settings; client and endpoints come from the configuration per request
+from viewer_gateway.oidc_settings import *  # noqa: E402,F403
 
 LOGGING = logging_config({"django.request": {"level": "ERROR"}})

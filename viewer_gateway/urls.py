@@ -37,5 +37,6 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("v1/", include(models_urls.static_urlpatterns + issues_urls.static_urlpatterns)),
     path("admin/", admin.site.urls),
+    path("oidc/", include("mozilla_django_oidc.urls")),
     *account_page_urls.page_urlpatterns,
 ]

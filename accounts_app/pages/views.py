@@ -58,7 +58,8 @@ class SignInView(View):
             }, status=404)
         if request.user.is_authenticated:
             return redirect(next_url)
-        return self.page(request, AuthenticationForm(request), next_url)
+        failed = "Single sign-on failed: try again, or sign in with your password." if request.GET.get("sso") == "failed" else ""
+        return self.page(request, AuthenticationForm(request), next_url, error=failed)
 
     def post(self, request):
         next_url = safe_next(request, request.POST.get("next"))

@@ -244,3 +244,12 @@ def test_with_the_operators_token_set_the_pages_need_no_token(alice, browser, vi
     assert browser.get("/api/v1/models").status_code == 200  # the session, not the operator's token
     assert browser.post("/sign-out", HTTP_X_CSRFTOKEN=browser.cookies["csrftoken"].value).status_code == 302
     assert browser.get(f"/s/{make_link(project)}").status_code == 302
+
+
+def test_the_sign_in_page_says_when_single_sign_on_failed(client):
+    from accounts_app.models import Account
+    from django.contrib.auth import get_user_model
+
+    Account.objects.create(user=get_user_model().objects.create_user("someone", password="x-unused-1234"), role="user")
+    assert b"Single sign-on failed" in client.get("/sign-in?sso=failed").content
+    assert b"Single sign-on failed" not in client.get("/sign-in").content
