@@ -15,12 +15,12 @@ PROJECT_ROLES = [role.value for role in ProjectRole]
 
 class UserSerializer(serializers.Serializer):
     username = serializers.CharField(source="get_username")
-    email = serializers.EmailField()
+    email = serializers.CharField(help_text="empty when none was given")
     displayName = serializers.SerializerMethodField()
     role = serializers.SerializerMethodField()
     active = serializers.BooleanField(source="is_active")
     dateJoined = serializers.DateTimeField(source="date_joined")
-    lastLogin = serializers.DateTimeField(source="last_login")
+    lastLogin = serializers.DateTimeField(source="last_login", allow_null=True, help_text="null before the first sign-in")
 
     def get_displayName(self, user) -> str:
         return display_name_of(user)
