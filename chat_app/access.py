@@ -22,10 +22,10 @@ def sessions_visible_to(principal: Principal, sessions: QuerySet[ChatSession]) -
 
 
 def require_session_scope(principal: Principal, *, project_id: str | None, model_id: str | None) -> None:
-    """Opening a project's session needs to see the project (talking in it needs edit: the route rules); a session
-    with neither project nor model is a new place, like a new project."""
+    """Opening a project's session needs to see the project (talking in it needs edit: the route rules); a legacy
+    session with neither project nor model belongs to no one, so only admins (and the open mode) open one."""
     scope = project_scope(project_id) if project_id else model_scope(model_id) if model_id else None
     if scope is None:
-        require(principal, Capability.CREATE)
+        require(principal, Capability.ADMINISTER)
     elif scope.exists:  # an unknown project is the use case's 40001 (the spec's answer), not a hidden one
         require(principal, Capability.VIEW, scope)

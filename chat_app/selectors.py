@@ -41,4 +41,5 @@ def session_scope(session_id: str) -> Scope:
     if row is None:
         return Scope(exists=False)
     project_id, model_id = row
-    return project_scope(project_id) if project_id else model_scope(model_id) if model_id else Scope(exists=False)
+    # a legacy session with neither project nor model belongs to no one: the admins' (and the open mode's)
+    return project_scope(project_id) if project_id else model_scope(model_id) if model_id else Scope()

@@ -79,7 +79,7 @@ class MessageListView(APIView):
     def post(self, request, cid):
         services.session_get(cid)
         data = validated(MessagePostSerializer, json_object(request))
-        return Response(services.message_post(session_id=cid, text=data["text"]))
+        return Response(services.message_post(session_id=cid, text=data["text"], author=Principal.of(request)))
 
 
 class AnswerView(APIView):
@@ -89,7 +89,7 @@ class AnswerView(APIView):
     def post(self, request, cid):
         services.session_get(cid)
         data = validated(AnswerSerializer, json_object(request))
-        return Response(services.question_answer(session_id=cid, interrupt_id=data["interruptId"], answer=data["answer"]))
+        return Response(services.question_answer(session_id=cid, interrupt_id=data["interruptId"], answer=data["answer"], principal=Principal.of(request)))
 
 
 class AbortView(APIView):
