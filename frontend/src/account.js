@@ -1,12 +1,18 @@
 // The person using the page: who they are (GET /auth/me), the header menu (API tokens…, Change password…, Sign out),
 // going to the sign-in page when the gateway has accounts, and what they may do to the open model
 // (GET /auth/capabilities). A control that needs a capability says so (data-needs="edit"); while the body's
-// data-lacks names that capability, app.css hides it, so controls drawn later (a re-rendered list) obey too.
+// data-lacks names that capability, app.css hides it, so controls drawn later (a re-rendered list) obey too; a
+// rightsHint() beside them (data-when-lacking="edit") says why, and shows only then.
 import { ApiError, csrfToken } from "./api.js";
-import { t } from "./i18n.js";
+import { onLanguageChange, t } from "./i18n.js";
 import { errorText, h, replace, toast } from "./ui.js";
 
 export const SCOPED_CAPABILITIES = ["view", "review", "edit", "own", "download"];
+
+// The reason beside controls hidden for lacking `capability`: shown only while the open model lacks it (app.css).
+export function rightsHint(capability, text, testid = "rights-hint") {
+  return h("p", { class: "hint rights-hint", role: "note", "data-when-lacking": capability, "data-testid": testid, i18n: text });
+}
 
 function currentPlace() {
   return window.location.pathname + window.location.search + window.location.hash;
@@ -37,6 +43,7 @@ export class Account {
     document.getElementById("account-password").addEventListener("click", () => this.openDialog("password"));
     document.getElementById("sign-out").addEventListener("click", () => this.signOut());
     document.addEventListener("click", (event) => { if (this.menu.open && !this.menu.contains(event.target)) this.menu.open = false; });
+    onLanguageChange(() => this.showMenu()); // the role's name
     this.apply();
   }
 

@@ -9,7 +9,11 @@
 //
 // Without a language model (the session's languageModel is false) the panel says so before anything is sent, with
 // how to configure one: the offline chat only answers with that note, or runs the demonstration on a copy.
+//
+// Writing to the agent, aborting its turn and answering its questions need the edit capability (the agent acts as
+// whoever wrote the message): account.js hides those controls without it, and the hint says why.
 import FRAMES from "../../chat_app/frames.json"; // the frame names, shared with the gateway (chat_app/frames.py)
+import { rightsHint } from "./account.js";
 import { t } from "./i18n.js";
 import { renderMarkdown } from "./markdown.js";
 import { errorText, guarded, h, setText, syncKeyed, toast } from "./ui.js";
@@ -280,11 +284,12 @@ export class ChatPanel {
       h("span", { i18n: "The chat cannot answer questions and changes nothing. An administrator sets llmAPIKey (with llmBaseURL and llmModel) in server_config.json and restarts the gateway; see Operations › Configuration in the documentation." }), " ",
       h("span", { i18n: "Send “demo” to see the agent's tools work on a copy of the model." }));
     this.turnState = h("span", { class: "turn-state", "data-testid": "turn-state" });
-    this.abortButton = h("button", { type: "button", onClick: () => this.abort(), "data-testid": "abort", i18n: "Abort" });
+    this.abortButton = h("button", { type: "button", onClick: () => this.abort(), "data-testid": "abort", "data-needs": "edit", i18n: "Abort" });
     this.root.replaceChildren(this.offlineNotice, this.loadError, this.messageList, this.subagentList, this.questionList, this.errorList, this.turnError,
+      rightsHint("edit", "Your role here may only read: talking to the agent and answering its questions need the editor role in this project.", "chat-read-only"),
       h("form", { class: "composer", onSubmit: (event) => { event.preventDefault(); this.send(event.target); } },
-        h("textarea", { name: "text", rows: 2, i18nPlaceholder: "Ask the agent…", "data-testid": "chat-input" }),
-        h("div", { class: "composer-actions" }, this.turnState, this.abortButton, h("button", { "data-testid": "send", i18n: "Send" }))));
+        h("textarea", { name: "text", rows: 2, i18nPlaceholder: "Ask the agent…", "data-testid": "chat-input", "data-needs": "edit" }),
+        h("div", { class: "composer-actions" }, this.turnState, this.abortButton, h("button", { "data-testid": "send", "data-needs": "edit", i18n: "Send" }))));
   }
 
   render() {
@@ -374,8 +379,8 @@ export class ChatPanel {
     text.innerHTML = renderMarkdown(question.question);
     return h("div", { class: "question", "data-testid": "question" },
       question.header && h("strong", {}, question.header), text,
-      h("div", { class: "options" }, (question.options || []).map((o) => h("button", { type: "button", "data-testid": "answer-option", title: o.description || "", onClick: () => answer(o.label) }, o.label))),
-      h("form", { onSubmit: (event) => { event.preventDefault(); answer(event.target.elements.custom.value); } },
+      h("div", { class: "options", "data-needs": "edit" }, (question.options || []).map((o) => h("button", { type: "button", "data-testid": "answer-option", title: o.description || "", onClick: () => answer(o.label) }, o.label))),
+      h("form", { "data-needs": "edit", onSubmit: (event) => { event.preventDefault(); answer(event.target.elements.custom.value); } },
         this.draftInput(question.interruptId, { name: "custom", i18nPlaceholder: "Or type an answer" }), h("button", { i18n: "Answer" })));
   }
 
@@ -396,7 +401,7 @@ export class ChatPanel {
       h("p", {}, t("The agent wants to run {tool}", { tool: permission.tool || "?" })),
       question.question && h("p", { class: "meta" }, question.question),
       h("pre", { class: "tool-input", "data-testid": "permission-input" }, pretty(permission.input)),
-      h("div", { class: "options" },
+      h("div", { class: "options", "data-needs": "edit" },
         h("button", { type: "button", class: "approve", "data-testid": "permission-once", i18n: "Allow once", onClick: () => answer("once") }),
         h("button", { type: "button", class: "approve", "data-testid": "permission-always", i18n: "Always allow", onClick: () => answer("always") }),
         reason,

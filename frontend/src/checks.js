@@ -10,6 +10,10 @@
 //
 // Updates by key: the check list and the result's specifications keep their elements (an opened failure table stays
 // open) while a running check is polled.
+//
+// Uploading, replacing and deleting IDS files, starting a check and pinning need the review capability (account.js
+// hides those controls without it; the hint says why): reading the checks and their reports does not.
+import { rightsHint } from "./account.js";
 import { t } from "./i18n.js";
 import { userName } from "./issue_fields.js";
 import { ApiError } from "./api.js";
@@ -63,7 +67,7 @@ export class ChecksPanel {
     clearTimeout(this.timer);
     this.idsList = h("ul", { class: "ids-list", "data-testid": "ids-file-list" });
     this.idsHint = h("p", { class: "hint", "data-testid": "ids-hint" });
-    this.idsUpload = h("label", { class: "button" }, h("span", { i18n: "Upload IDS…" }),
+    this.idsUpload = h("label", { class: "button", "data-needs": "review" }, h("span", { i18n: "Upload IDS…" }),
       h("input", { type: "file", accept: ".ids,.xml,application/xml", multiple: true, hidden: true, "data-testid": "ids-upload", onChange: (event) => this.uploadIds(event.target) }));
     this.version = h("select", { "data-testid": "check-version" });
     this.overrides = h("input", { type: "checkbox", "data-testid": "check-overrides" });
@@ -72,9 +76,10 @@ export class ChecksPanel {
     this.checksHint = h("p", { class: "hint", i18n: "No checks yet." });
     this.result = h("div", { class: "check-result", "data-testid": "check-result" });
     replace(this.root,
+      rightsHint("review", "Your role here may only read: running checks and changing the IDS files need the reviewer role in this project.", "checks-read-only"),
       h("section", { class: "ids-files" },
         h("h4", { i18n: "IDS files of the project" }), this.idsHint, this.idsList, this.idsUpload),
-      h("section", { class: "check-form" },
+      h("section", { class: "check-form", "data-needs": "review" },
         h("h4", { i18n: "Check the model" }),
         h("div", { class: "toolbar" },
           h("label", {}, h("span", { i18n: "Version" }), " ", this.version),
@@ -102,7 +107,7 @@ export class ChecksPanel {
     const files = await guarded(() => this.app.api.get(`/projects/${this.projectId}/ids`), "Loading the IDS files failed");
     if (modelId !== this.modelId || !files) return;
     this.idsFiles = files;
-    this.idsHint.dataset.i18n = "No IDS files yet: upload one.";
+    this.idsHint.dataset.i18n = this.app.account.can("review") ? "No IDS files yet: upload one." : "No IDS files yet.";
     setText(this.idsHint, t(this.idsHint.dataset.i18n));
     this.idsHint.hidden = files.length > 0;
     this.renderIdsFiles();
@@ -118,9 +123,9 @@ export class ChecksPanel {
 
   idsItem(file) {
     return h("li", { class: "ids-file", dataset: { testid: "ids-file", name: file.name } },
-      h("label", {}, h("input", { type: "checkbox", checked: true, "data-testid": "ids-file-use", value: file.name }), " ", h("strong", {}, file.name)),
+      h("label", {}, h("input", { type: "checkbox", checked: true, "data-testid": "ids-file-use", "data-needs": "review", value: file.name }), " ", h("strong", {}, file.name)),
       h("small", { class: "meta" }),
-      h("span", { class: "toolbar" },
+      h("span", { class: "toolbar", "data-needs": "review" },
         h("label", { class: "button small" }, h("span", { i18n: "Replace…" }),
           h("input", { type: "file", accept: ".ids,.xml,application/xml", hidden: true, "data-testid": "ids-file-replace", onChange: (event) => this.replaceIds(file.name, event.target) })),
         h("button", { type: "button", class: "danger small", i18n: "Delete", "data-testid": "ids-file-delete", onClick: () => this.deleteIds(file.name) })));
@@ -263,8 +268,8 @@ export class ChecksPanel {
     this.pinResult = h("div", { class: "pin-result", "data-testid": "check-pin-result", hidden: true });
     this.actions = h("div", { class: "toolbar", hidden: true },
       h("button", { type: "button", "data-testid": "check-select-all", i18n: "Select all failing", onClick: () => this.selectFailing(this.allFailures()) }),
-      h("button", { type: "button", "data-testid": "check-pin", i18n: "Pin as issues", onClick: () => this.pin() }),
-      this.pinMode = h("select", { "data-testid": "check-pin-mode", "aria-label": t("Pin as issues") },
+      h("button", { type: "button", "data-testid": "check-pin", "data-needs": "review", i18n: "Pin as issues", onClick: () => this.pin() }),
+      this.pinMode = h("select", { "data-testid": "check-pin-mode", "data-needs": "review", "aria-label": t("Pin as issues") },
         h("option", { value: "specification", i18n: "one per specification" }), h("option", { value: "element", i18n: "one per element" })),
       h("a", { href: `/api/v1${this.base}/checks/${record.checkId}/report.html`, target: "_blank", rel: "noopener", class: "button", "data-testid": "check-report-html", i18n: "HTML report",
         onClick: (event) => this.openReport(event) }),

@@ -7,8 +7,14 @@
 //
 // Built once per opened issue and updated by key: a change arriving meanwhile (a comment, a status, a viewpoint)
 // never replaces what is being typed in the fields, a comment being edited or the new comment.
+//
+// Changing the issue (status, fields, viewpoints) and commenting need the review capability: account.js hides those
+// controls without it, the hint says why, and the fields are listed as facts instead of the form.
+import { rightsHint } from "./account.js";
 import { t } from "./i18n.js";
-import { IDS_LABEL, STATUSES, formatDate, formatTime, isOwn, issueElements, issueSource, labelsFrom, userName } from "./issue_fields.js";
+import {
+  IDS_LABEL, READ_ONLY_HINT, STATUSES, formatDate, formatTime, isOwn, issueElements, issueSource, labelsFrom, userName,
+} from "./issue_fields.js";
 import { guarded, h, replace, setText, syncKeyed } from "./ui.js";
 
 const NEW_VIEWPOINT = "new";
@@ -98,13 +104,13 @@ export class IssueDetail {
       : h("input", { name, type: attributes.type || "text", required: attributes.required, list: attributes.list && lists[attributes.list].id,
         i18nPlaceholder: attributes.placeholder, "data-testid": `field-${name}` })]));
     this.saveButton = h("button", { "data-testid": "field-save", i18n: "Save changes", disabled: true });
-    this.fieldsForm = h("form", { class: "issue-fields-form", "data-testid": "issue-fields-form",
+    this.fieldsForm = h("form", { class: "issue-fields-form", "data-testid": "issue-fields-form", "data-needs": "review",
       onInput: () => this.setDirty(true), onSubmit: (event) => { event.preventDefault(); this.saveFields(); } },
       h("div", { class: "field-grid" }, FIELDS.map(([name, label, attributes]) =>
         h("label", { class: `form-field${attributes.multiline ? " wide" : ""}` }, h("span", { i18n: label }), this.inputs[name]))),
       h("div", { class: "toolbar" }, this.saveButton,
         h("button", { type: "button", i18n: "Revert", "data-testid": "field-revert", onClick: () => { this.setDirty(false); this.render(); } })));
-    this.status = h("select", { "data-testid": "detail-status", onChange: (event) => this.panel.update(this.issue, { status: event.target.value }, "Changing the status failed") },
+    this.status = h("select", { "data-testid": "detail-status", "data-needs": "review", onChange: (event) => this.panel.update(this.issue, { status: event.target.value }, "Changing the status failed") },
       STATUSES.map((s) => h("option", { value: s, i18n: s })));
     this.heading = h("h3", {});
     this.description = h("p", { class: "issue-comment" });
@@ -119,16 +125,17 @@ export class IssueDetail {
       h("div", { class: "toolbar" },
         h("button", { type: "button", i18n: "Back to the list", "data-testid": "issue-back", onClick: () => this.panel.showList() }),
         h("button", { type: "button", i18n: "Apply viewpoint", "data-testid": "detail-apply", onClick: () => this.applyShown() }),
-        this.status),
+        this.status, this.statusText = h("span", { class: "tag status", "data-testid": "detail-status-text", "data-when-lacking": "review" })),
+      rightsHint("review", READ_ONLY_HINT, "issue-read-only"),
       h("section", { class: "detail-screenshot", dataset: { section: "screenshot" } }, this.screenshot),
       h("section", { class: "detail-text", dataset: { section: "text" } }, this.heading, this.description),
       h("section", { class: "detail-viewpoints", dataset: { section: "viewpoints" } },
         h("h4", { i18n: "Viewpoints" }), this.viewpointList,
-        h("button", { type: "button", "data-testid": "viewpoint-add", i18n: "Save the current view as a viewpoint", hidden: !this.app.view.viewpoint, onClick: () => this.addViewpoint() })),
+        h("button", { type: "button", "data-testid": "viewpoint-add", "data-needs": "review", i18n: "Save the current view as a viewpoint", hidden: !this.app.view.viewpoint, onClick: () => this.addViewpoint() })),
       h("section", { class: "detail-fields", dataset: { section: "fields" } }, h("h4", { i18n: "Fields" }), this.fieldsForm, this.facts),
       h("section", { class: "detail-comments", dataset: { section: "comments" } },
         h("h4", { i18n: "Comments" }), this.commentList, this.commentsHint,
-        h("form", { class: "comment-form", onSubmit: (event) => { event.preventDefault(); this.addComment(); } },
+        h("form", { class: "comment-form", "data-needs": "review", onSubmit: (event) => { event.preventDefault(); this.addComment(); } },
           this.commentText,
           h("div", { class: "toolbar" },
             h("label", {}, h("span", { i18n: "Viewpoint" }), " ", this.commentViewpoint),
@@ -155,6 +162,8 @@ export class IssueDetail {
     setText(this.heading, issue.title);
     setText(this.description, issue.comment);
     this.status.value = issue.status;
+    this.statusText.dataset.i18n = issue.status;
+    setText(this.statusText, t(issue.status));
     const shown = issue.viewpoints.find((viewpoint) => viewpoint.guid === this.viewpointGuid);
     const image = shown && shown.snapshot ? shown.snapshot.snapshot_url : issue.screenshot ? this.panel.screenshotUrl(issue) : "";
     if (this.screenshot.getAttribute("src") !== image) {
@@ -164,7 +173,7 @@ export class IssueDetail {
     this.screenshot.alt = issue.title;
     this.screenshot.hidden = !image;
     if (!this.dirty) for (const [name] of FIELDS) this.inputs[name].value = valueOf(issue, name);
-    const row = (label, value) => value ? h("tr", {}, h("th", { i18n: label }), h("td", {}, value)) : null;
+    const row = (label, value, attributes = {}) => value ? h("tr", attributes, h("th", { i18n: label }), h("td", {}, value)) : null;
     const elements = issueElements(issue);
     replace(this.facts,
       issue.entityId ? row("Element", `${issue.entityName || ""} ${issue.entityType ? `(${issue.entityType})` : ""} ${issue.entityId}`.trim())
@@ -173,7 +182,10 @@ export class IssueDetail {
       row("Author", `${issue.author} · ${issue.provenance.source}`),
       row("Created", formatTime(issue.createdAt)),
       row("Modified", issue.modifiedAt && `${formatTime(issue.modifiedAt)} · ${issue.modifiedAuthor}`),
-      row("BCF topic", issue.topicGuid));
+      row("BCF topic", issue.topicGuid),
+      // the fields' form is for those who may change them; the others read them here
+      FIELDS.filter(([name]) => name !== "title" && name !== "comment")
+        .map(([name, label]) => row(label, valueOf(issue, name), { "data-when-lacking": "review", "data-testid": `fact-${name}` })));
     syncKeyed(this.viewpointList, issue.viewpoints, (viewpoint) => viewpoint.guid, (viewpoint) => this.viewpointItem(viewpoint),
       (element, viewpoint) => this.updateViewpointItem(element, viewpoint));
     this.fillCommentViewpoints();
@@ -202,7 +214,7 @@ export class IssueDetail {
       h("div", {}, h("strong", {}, this.viewpointName(viewpoint.guid)), h("br"), h("small", { class: "meta", "data-testid": "viewpoint-summary" }, viewpointSummary(viewpoint)),
         h("div", { class: "toolbar" },
           h("button", { type: "button", i18n: "Apply", "data-testid": "viewpoint-apply", onClick: () => this.applyViewpoint(viewpoint) }),
-          h("button", { type: "button", class: "danger", i18n: "Remove", "data-testid": "viewpoint-remove", onClick: () => this.removeViewpoint(viewpoint) }))));
+          h("button", { type: "button", class: "danger", i18n: "Remove", "data-testid": "viewpoint-remove", "data-needs": "review", onClick: () => this.removeViewpoint(viewpoint) }))));
   }
 
   applyViewpoint(viewpoint) {
@@ -291,8 +303,8 @@ export class IssueDetail {
       h("p", { class: "comment-body", "data-testid": "comment-body" }, comment.text),
       h("div", { class: "toolbar" },
         viewpoint && h("button", { type: "button", class: "link", "data-testid": "comment-viewpoint", onClick: () => this.applyViewpoint(viewpoint) }, `↗ ${this.viewpointName(viewpoint.guid)}`),
-        own && h("button", { type: "button", class: "link", i18n: "Edit", "data-testid": "comment-edit", onClick: () => this.editComment(element, comment) }),
-        own && h("button", { type: "button", class: "link danger", i18n: "Delete", "data-testid": "comment-delete", onClick: () => this.deleteComment(comment) })));
+        own && h("button", { type: "button", class: "link", i18n: "Edit", "data-testid": "comment-edit", "data-needs": "review", onClick: () => this.editComment(element, comment) }),
+        own && h("button", { type: "button", class: "link danger", i18n: "Delete", "data-testid": "comment-delete", "data-needs": "review", onClick: () => this.deleteComment(comment) })));
   }
 
   editComment(element, comment) {

@@ -12,6 +12,8 @@ export const SUGGESTIONS = {
 export const USER_KEY = "viewerUserName";
 export const IDS_LABEL = "IDS"; // the label of the issues pinned from an IDS check (beside the IDS file's name)
 export const DEFAULT_AUTHOR = "local-user"; // the API's author when none is given
+// beside the issue controls hidden from someone who may not review (account.js)
+export const READ_ONLY_HINT = "Your role here may only read: writing issues and comments needs the reviewer role in this project.";
 
 export function formatTime(value) {
   return value ? new Date(value).toLocaleString() : "";

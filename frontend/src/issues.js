@@ -8,10 +8,14 @@
 //
 // Everything updates by key: the new-issue form is built once per model (picking only changes its heading, so a
 // half-typed issue survives), list items are keyed by issue id and only redrawn when the issue's updatedAt changes.
+//
+// Writing issues (new, status, delete, BCF import) needs the review capability: account.js hides those controls
+// without it, the hint says why, and the status shows as text instead of its select.
+import { rightsHint } from "./account.js";
 import { t } from "./i18n.js";
 import { IssueDetail } from "./issue_detail.js";
 import {
-  DEFAULT_AUTHOR, IDS_LABEL, STATUSES, SUGGESTIONS, USER_KEY, fieldOptions, formatDate, issueElements, issueSource, labelsFrom, overdue, userName,
+  DEFAULT_AUTHOR, IDS_LABEL, READ_ONLY_HINT, STATUSES, SUGGESTIONS, USER_KEY, fieldOptions, formatDate, issueElements, issueSource, labelsFrom, overdue, userName,
 } from "./issue_fields.js";
 import { guarded, h, replace, setText, syncKeyed, toast } from "./ui.js";
 
@@ -70,7 +74,8 @@ export class IssuesPanel {
     this.empty = h("p", { class: "hint", i18n: "No issues." });
     this.bcfReport = h("details", { class: "bcf-report", "data-testid": "bcf-report", hidden: true });
     this.listView = h("div", { class: "issue-list-view" },
-      h("label", { class: "user-name" }, h("span", { i18n: "Your name" }), this.userInput),
+      rightsHint("review", READ_ONLY_HINT, "issues-read-only"),
+      h("label", { class: "user-name", "data-needs": "review" }, h("span", { i18n: "Your name" }), this.userInput),
       this.form,
       h("div", { class: "bcf-actions" },
         h("button", { type: "button", "data-testid": "bcf-export", i18n: "Export BCF", onClick: () => this.exportBcf() }),
@@ -213,7 +218,7 @@ export class IssuesPanel {
           this.statusSelect(issue, "issue-status"),
           this.canFlyTo(issue) && h("button", { "data-testid": "fly-to", i18n: "Fly to", i18nTitle: "Apply the issue's viewpoint", onClick: () => this.flyTo(issue) }),
           h("button", { "data-testid": "issue-open", i18n: "Details", onClick: () => this.showDetail(issue.id) }),
-          h("button", { class: "danger", i18n: "Delete", onClick: () => this.remove(issue) }))));
+          h("button", { class: "danger", i18n: "Delete", "data-testid": "issue-delete", "data-needs": "review", onClick: () => this.remove(issue) }))));
   }
 
   sourceBadge(issue) {
@@ -233,9 +238,13 @@ export class IssuesPanel {
     return Boolean(issue.viewpoints.length || issue.camera || issue.entityId);
   }
 
+  // the status to change, or only to read where the user may not review
   statusSelect(issue, testid) {
-    return h("select", { "data-testid": testid, onChange: (event) => this.update(issue, { status: event.target.value }, "Changing the status failed") },
-      STATUSES.map((s) => h("option", { value: s, selected: s === issue.status }, t(s))));
+    return [
+      h("select", { "data-testid": testid, "data-needs": "review", onChange: (event) => this.update(issue, { status: event.target.value }, "Changing the status failed") },
+        STATUSES.map((s) => h("option", { value: s, selected: s === issue.status }, t(s)))),
+      h("span", { class: "tag status", "data-testid": `${testid}-text`, "data-when-lacking": "review", i18n: issue.status }),
+    ];
   }
 
   screenshotUrl(issue) {

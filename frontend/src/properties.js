@@ -1,5 +1,7 @@
 // The picked element: its class, name, property sets, and the whitelisted overrides, editable. The property table
-// shows the overridden values, marked, with the model's own value beside them.
+// shows the overridden values, marked, with the model's own value beside them. Editing the overrides needs the edit
+// capability (account.js hides the form without it; the hint says why).
+import { rightsHint } from "./account.js";
 import { t } from "./i18n.js";
 import { guarded, h, replace, toast } from "./ui.js";
 
@@ -49,7 +51,8 @@ export class PropertiesPanel {
     replace(this.root,
       h("h3", { "data-testid": "picked-name" }, meta.name || meta.id),
       h("p", { class: "meta" }, `${meta.type} · ${meta.id}`),
-      h("form", { class: "overrides", onSubmit: (event) => { event.preventDefault(); this.save(event.target); } },
+      rightsHint("edit", "Your role here may only read: changing property overrides needs the editor role in this project.", "overrides-read-only"),
+      h("form", { class: "overrides", "data-needs": "edit", "data-testid": "overrides-form", onSubmit: (event) => { event.preventDefault(); this.save(event.target); } },
         h("h4", { i18n: "Overrides" }), fields, h("button", { "data-testid": "save-overrides", i18n: "Save overrides" })),
       overridden.length > 0 && h("details", { class: "pset", open: true, "data-testid": "overridden-properties" }, h("summary", { i18n: "Overridden properties" }),
         h("table", {}, overridden.map((field) => h("tr", {}, h("th", {}, field), cell(field, ifcValue(meta, field)))))),
