@@ -6,6 +6,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.principal import Principal
 from api.signatures import signed_by
 from api.views import json_object, validated
 from checks_app import selectors, services
@@ -53,7 +54,7 @@ class ProjectIdsView(APIView):
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete an IDS file of the project")
     def delete(self, request, project_id, name):
-        services.ids_file_delete(project_id=project_id, name=name)
+        services.ids_file_delete(project_id=project_id, name=name, by=Principal.of(request))
         return Response(None)
 
 

@@ -6,6 +6,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.principal import Principal
 from api.signatures import signed_by
 from api.views import json_object, validated
 from core.errors import Invalid
@@ -96,7 +97,7 @@ class IssueDetailView(APIView):
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete an issue and its screenshot")
     def delete(self, request, model_id, issue_id):
-        services.issue_delete(model_id=model_id, issue_id=issue_id)
+        services.issue_delete(model_id=model_id, issue_id=issue_id, by=Principal.of(request))
         return Response(None)
 
 
@@ -129,7 +130,7 @@ class CommentDetailView(APIView):
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete a comment")
     def delete(self, request, model_id, issue_id, comment_id):
-        services.comment_delete(model_id=model_id, issue_id=issue_id, comment_id=comment_id)
+        services.comment_delete(model_id=model_id, issue_id=issue_id, comment_id=comment_id, by=Principal.of(request))
         return Response(None)
 
 
@@ -217,4 +218,4 @@ class IssuesBcfImportView(UploadLimit, APIView):
             raise Invalid("multipart part 'file' (a .bcfzip archive) is required")
         # the upload handler streamed the part into a temporary file: the archive is read from there, entry by entry
         archive = upload.temporary_file_path() if hasattr(upload, "temporary_file_path") else upload
-        return Response(import_bcf.import_bcf(model_id=model_id, archive=archive))
+        return Response(import_bcf.import_bcf(model_id=model_id, archive=archive, by=Principal.of(request)))

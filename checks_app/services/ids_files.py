@@ -6,6 +6,8 @@ import hashlib
 
 from django.db import transaction
 
+from accounts_app.audit import audit_record
+from api.principal import Principal
 from checks_app import selectors
 from checks_app.engine.ids_schema import IdsInvalid, validate_ids
 from checks_app.models import IdsDocument, IdsFile
@@ -57,6 +59,10 @@ def ids_file_put(*, project_id: str, name: str, data: bytes) -> tuple[IdsFile, b
     return ids_file, created
 
 
-def ids_file_delete(*, project_id: str, name: str) -> None:
-    selectors.ids_file_get(project_id, name).delete()
+def ids_file_delete(*, project_id: str, name: str, by: Principal | None = None) -> None:
+    """Deletes the project's IDS file; `by` (who deletes) is recorded in the audit trail."""
+    ids_file = selectors.ids_file_get(project_id, name)
+    ids_file.delete()
     remove_unused_documents()
+    if by is not None:
+        audit_record(by, "ids-file.delete", object=f"ids-file:{ids_file.name}", project_id=project_id, detail={"title": ids_file.name})

@@ -5,11 +5,14 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from core.errors import Invalid
+from accounts_app.audit import audit_record
+from api.principal import Principal
 from api.signatures import Signature
+from core.errors import Invalid
 from core.provenance import DEFAULT_AUTHOR
 from issues_app.models import Comment, Issue
 from issues_app.selectors import comment_of_issue, issue_get
+from models_app.selectors import project_of_model
 
 COMMENT_MAX_CHARS = 10_000
 
@@ -80,8 +83,13 @@ def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: di
     return comment
 
 
-def comment_delete(*, model_id: str, issue_id: str, comment_id: str) -> None:
+def comment_delete(*, model_id: str, issue_id: str, comment_id: str, by: Principal | None = None) -> None:
+    """Deletes the comment; `by` (who deletes) is recorded in the audit trail."""
     with transaction.atomic():
         issue = _locked_issue(model_id, issue_id)
-        comment_of_issue(issue, comment_id).delete()
+        comment = comment_of_issue(issue, comment_id)
+        comment.delete()
         _touch_issue(issue, None)
+    if by is not None:
+        audit_record(by, "comment.delete", object=f"comment:{comment.guid}", project_id=project_of_model(issue.model_id),
+                     detail={"title": issue.title, "issue": issue.id, "author": comment.author})

@@ -9,7 +9,9 @@ from django.utils import timezone
 
 from core.errors import Invalid, TooLarge
 from core.limits import SCREENSHOT_MAX_BYTES
+from accounts_app.audit import audit_record
 from accounts_app.models import ProjectMember
+from api.principal import Principal
 from api.signatures import Signature
 from core.provenance import DEFAULT_AUTHOR, Provenance
 from issues_app import bcf
@@ -160,9 +162,12 @@ def issue_update(*, model_id: str, issue_id: str, changes: dict, signature: Sign
     return issue
 
 
-def issue_delete(*, model_id: str, issue_id: str) -> None:
+def issue_delete(*, model_id: str, issue_id: str, by: Principal | None = None) -> None:
+    """Deletes the issue, its comments and images; `by` (who deletes) is recorded in the audit trail."""
     issue = issue_get(model_id, issue_id)
     issue_id, folder = issue.id, issues_folder(issue.model_id)
     issue.delete()
+    if by is not None:
+        audit_record(by, "issue.delete", object=f"issue:{issue_id}", project_id=project_of_model(issue.model_id), detail={"title": issue.title, "model": issue.model_id})
     for path in [folder / f"{issue_id}.png", *folder.glob(f"{issue_id}-*")]:
         path.unlink(missing_ok=True)

@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.db import transaction
+from django.utils import timezone
 
+from api.principal import Principal
+from api.signatures import Signature, signature_of
 from core.errors import Invalid
 from core.provenance import DEFAULT_AUTHOR
 from issues_app import bcf
@@ -33,7 +36,7 @@ from models_app.public import METADATA_FILE, model_file
 from models_app.selectors import model_get
 
 
-def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
+def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO, by: Principal | None = None) -> dict:
     """Topics of a BCF 3.0 archive (a path, or a seekable binary file) become issues of the model with every
     viewpoint, comment and topic field. A topic the model knows (imported before, or exported from it) updates its
     issue when the topic changed later than the issue (the newest ModifiedDate or comment date of each side), else
@@ -42,6 +45,10 @@ def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
 
     :param model_id: the model the issues belong to (m_ + 16 hex)
     :param archive: the .bcfzip as a path or a seekable binary file; it is read entry by entry, never whole
+    :param by: who imports; an importer with an account signs the changes of known issues and comments (their
+        modifiedAuthor, verified). New issues and comments keep the archive's authors, unverified. Whoever imports,
+        a verified author is never replaced from the archive, and another person's verified comment is neither
+        changed nor removed: the topic's notes say which comment kept its text
     :return: {"imported": [{topic, issueId, title, notes}], "updated": [{topic, issueId, title, changes, notes}],
         "skipped": [{topic, title, reason}], "warnings": [text]}; an archive whose viewpoints' components match no
         element of the model (made for another model) is imported all the same, with a warning, and each topic whose
@@ -59,6 +66,7 @@ def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
         again["skipped"][0]["reason"]  # "already imported as issue i_..."
     """
     model = model_get(model_id)
+    importer = signature_of(by) if by is not None and by.has_account else None
     imported, updated, skipped, batches, documents_created, images_before, warnings = [], [], [], [], [], [], []
     try:
         with bcf.open_bcf_archive(archive) as content, transaction.atomic():
@@ -87,7 +95,7 @@ def import_bcf(*, model_id: str, archive: str | PathLike | BinaryIO) -> dict:
                     imported.append({"topic": topic.guid, "issueId": issue.id, "title": topic.title, "notes": topic.notes})
                 else:
                     images_before.append((issue, issue_image_urls(issue)))
-                    changes = _update_issue_from_topic(model, issue, topic, batch)
+                    changes = _update_issue_from_topic(model, issue, topic, batch, importer)
                     updated.append({"topic": topic.guid, "issueId": issue.id, "title": topic.title, "changes": changes, "notes": topic.notes})
     except BaseException as exc:
         for batch in batches:
@@ -203,8 +211,9 @@ API_NAMES = {
 }
 
 
-def _update_issue_from_topic(model: IfcModel, issue: Issue, topic: bcf.TopicRecord, batch: FileBatch) -> list[str]:
-    """The issue takes the topic's fields, viewpoints and comments (added, changed and removed); returns what changed."""
+def _update_issue_from_topic(model: IfcModel, issue: Issue, topic: bcf.TopicRecord, batch: FileBatch, importer: Signature | None) -> list[str]:
+    """The issue takes the topic's fields, viewpoints and comments (added, changed and removed); returns what changed.
+    A verified author and creation date stay; the importer (when it has an account) is the modified author."""
     viewpoints = stored_viewpoints(topic.viewpoints, batch)
     same_viewpoints = _image_digests(model.id, viewpoints) == _image_digests(model.id, issue.viewpoints or [])
     if same_viewpoints:
@@ -212,25 +221,67 @@ def _update_issue_from_topic(model: IfcModel, issue: Issue, topic: bcf.TopicReco
         batch.created.clear()
         viewpoints = issue.viewpoints
     values = _issue_values(model, topic, viewpoints)
+    if issue.author_verified:
+        values.update(author=issue.author, created_at=issue.created_at)
+    if importer:
+        values["modified_author"] = importer.author
+    modifier_verified = importer.verified if importer else issue.modified_author_verified and values["modified_author"] == issue.modified_author
     changes = [label for name, label in API_NAMES.items() if getattr(issue, name) != values[name]]
     if not same_viewpoints:
         changes.append("viewpoints")
     for name, value in values.items():
         setattr(issue, name, value)
+    issue.modified_author_verified = modifier_verified
     issue.save()
+    return changes + _update_comments(issue, topic, importer)
+
+
+COMMENT_CONTENT = ("text", "viewpoint_guid")
+
+
+def _update_comments(issue: Issue, topic: bcf.TopicRecord, importer: Signature | None) -> list[str]:
+    """The issue's comments become the topic's (added, changed, removed), except that a verified comment changes only
+    by its author: another person's is neither changed nor removed, and the topic's notes say so."""
+    changes = []
     existing = {comment.guid: comment for comment in issue.comments.all()}
     for record in topic.comments:
         comment = existing.pop(record.guid, None)
         if comment is None:
             Comment.objects.create(issue=issue, guid=record.guid, **_comment_values(record))
             changes.append(f"comment {record.guid} added")
-        elif any(getattr(comment, name) != value for name, value in _comment_values(record).items()):
-            Comment.objects.filter(pk=comment.pk).update(**_comment_values(record))
-            changes.append(f"comment {record.guid} changed")
+            continue
+        content = {name: value for name, value in _comment_values(record).items() if not name.startswith("modified_")}
+        if comment.author_verified:
+            content = {name: content[name] for name in COMMENT_CONTENT}  # a verified comment keeps its author and date
+        modification = _comment_modification(record, importer)
+        unchanged = all(getattr(comment, name) == value for name, value in content.items())
+        if importer is None and not comment.author_verified:  # the archive's word on who modified it is a change too
+            unchanged = unchanged and all(getattr(comment, name) == modification[name] for name in ("modified_date", "modified_author"))
+        if unchanged:
+            continue
+        if comment.author_verified and not _is_own(comment, importer):
+            topic.notes.append(f"comment {record.guid} by {comment.author} not changed: only its author changes it")
+            continue
+        Comment.objects.filter(pk=comment.pk).update(**content, **modification)
+        changes.append(f"comment {record.guid} changed")
     for guid, comment in existing.items():
+        if comment.author_verified and not _is_own(comment, importer):
+            topic.notes.append(f"comment {guid} by {comment.author} kept: an import removes no one else's comment")
+            continue
         comment.delete()
         changes.append(f"comment {guid} removed")
     return changes
+
+
+def _is_own(comment: Comment, importer: Signature | None) -> bool:
+    return importer is not None and importer.verified and importer.author == comment.author
+
+
+def _comment_modification(record: bcf.CommentRecord, importer: Signature | None) -> dict:
+    """Who changed a known comment: the importer with an account (verified), else the archive's word."""
+    if importer is None:
+        return {"modified_date": record.modified_date, "modified_author": record.modified_author, "modified_author_verified": False}
+    return {"modified_date": record.modified_date or timezone.now(), "modified_author": importer.author, "modified_author_verified": importer.verified}
 
 
 def _image_digests(model_id: str, viewpoints: list[dict]) -> str:

@@ -323,10 +323,10 @@ def test_the_upload_is_read_from_its_temporary_file(api, model, monkeypatch):
     seen = []
     real = import_bcf.import_bcf
 
-    def spy(*, model_id, archive):
+    def spy(*, model_id, archive, by):
         seen.append(archive)
         assert isinstance(archive, str) and Path(archive).is_file() and Path(archive).read_bytes()[:2] == b"PK"
-        return real(model_id=model_id, archive=archive)
+        return real(model_id=model_id, archive=archive, by=by)
 
     monkeypatch.setattr(import_bcf, "import_bcf", spy)
     response = import_archive(api, model.id, zip_of({"bcf.version": VERSION_3, f"{TOPIC}/markup.bcf": MARKUP}))
