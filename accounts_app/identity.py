@@ -3,7 +3,7 @@ cookie, or nothing. Called once per request by the gateway's access middleware (
 
 The modes (docs/security/modes.md): no apiToken and no accounts is the open single-user mode (loopback only), in
 which everyone acts as the admin; apiToken set is the operator's token with every right; accounts switch on with the
-first active user, and then every request that is not public needs one of the credentials above.
+first user, and then every request that is not public needs one of the credentials above.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts_app.audit import audit_record
+from accounts_app.mode import accounts_enabled
 from accounts_app.models import Account, ApiToken, ShareLink
 from accounts_app.roles import ServerRole
 from accounts_app.secrets import SHARE_COOKIE, SHARE_PREFIX, TOKEN_PREFIX, sha256
@@ -33,10 +33,6 @@ class NoIdentity:
     message: str
     presented: bool  # a credential was presented (and failed): counts towards the address's failure throttle
     stale_share_link: bool = False  # the cookie of a share link that expired or was revoked: the answer drops it
-
-
-def accounts_enabled() -> bool:
-    return get_user_model().objects.filter(is_active=True).exists()
 
 
 def server_role_of(user) -> str:

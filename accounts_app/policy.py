@@ -64,7 +64,8 @@ def project_role(principal: Principal, scope: Scope) -> ProjectRole | None:
 
 def _share_decision(principal: Principal, capability: Capability, scope: Scope) -> Decision:
     grant = principal.share
-    in_link = scope.project_id == grant.project_id and (not grant.model_ids or scope.model_id is None or scope.model_id in grant.model_ids)
+    # a link to some models opens those models only, nothing project-wide (members, IDS files, plans, the chat)
+    in_link = scope.project_id == grant.project_id and (not grant.model_ids or scope.model_id in grant.model_ids)
     if not in_link:
         return _not_found(scope)
     if capability == Capability.VIEW or (capability == Capability.DOWNLOAD and grant.downloads):
@@ -100,7 +101,7 @@ def decide(principal: Principal, capability: Capability, scope: Scope | None = N
     refusal = _read_only_refusal(principal, capability)
     if refusal:
         return refusal
-    if capability == Capability.SIGNED_IN:
+    if capability in (Capability.SIGNED_IN, Capability.ACCOUNT):
         return ALLOW
     if capability == Capability.CREATE and principal.role in (ServerRole.ADMIN, ServerRole.USER):
         return ALLOW

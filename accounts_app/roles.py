@@ -34,6 +34,7 @@ class Capability(StrEnum):
     CREATE = "create"  # new projects and uploads outside a project: server role user or admin
     ADMINISTER = "administer"  # users and the server-wide audit: server admins and the operator
     SIGNED_IN = "signed-in"  # anything that needs only an identity (who am I, my tokens, lists filtered to me)
+    ACCOUNT = "account"  # a change to one's own account (revoke a token, the password): not by a read-only token
     PUBLIC = "public"  # no identity needed (the web client's page, the sign-in page, the API docs)
 
 

@@ -46,13 +46,17 @@ def empty_data_dir(settings):
     from pathlib import Path
 
     yield
+    (Path(settings.DATA_DIR) / "accounts-enabled").unlink(missing_ok=True)  # the first user's marker (accounts_app.mode)
     for folder in (Path(settings.MODELS_DIR), Path(settings.UPLOAD_TMP_DIR), Path(settings.DATA_DIR) / "trash"):
         for child in folder.iterdir() if folder.is_dir() else ():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """No process started by the suite outlives it; one that had to be killed here fails the run."""
+    """No process started by the suite outlives it; one that had to be killed here fails the run. Under pytest-xdist
+    each worker sweeps its own processes; the controller, whose marker the workers themselves carry, does not."""
+    if session.config.pluginmanager.hasplugin("dsession"):
+        return
     survivors = kill_survivors()
     if survivors:
         session.config.pluginmanager.get_plugin("terminalreporter").write_line(

@@ -15,7 +15,8 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.urls import Resolver404, resolve
 
 from accounts_app.audit import audit_record
-from accounts_app.identity import NoIdentity, accounts_enabled, anonymous, anonymous_reader, identify
+from accounts_app.identity import NoIdentity, anonymous, anonymous_reader, identify
+from accounts_app.mode import accounts_enabled
 from accounts_app.policy import Scope, decide
 from accounts_app.roles import Capability
 from accounts_app.secrets import SHARE_COOKIE

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from accounts_app.roles import Capability
 
-PUBLIC, SIGNED_IN, CREATE, ADMINISTER = Capability.PUBLIC, Capability.SIGNED_IN, Capability.CREATE, Capability.ADMINISTER
+PUBLIC, SIGNED_IN, ACCOUNT, CREATE, ADMINISTER = (
+    Capability.PUBLIC, Capability.SIGNED_IN, Capability.ACCOUNT, Capability.CREATE, Capability.ADMINISTER,
+)
 VIEW, REVIEW, EDIT, OWN, DOWNLOAD = Capability.VIEW, Capability.REVIEW, Capability.EDIT, Capability.OWN, Capability.DOWNLOAD
 
 # URL name -> {method: capability}. HEAD and OPTIONS take GET's rule. "SIGNED_IN" on a list means the view shows only
@@ -28,10 +30,10 @@ ROUTE_RULES: dict[str, dict[str, Capability]] = {
     "user-detail": {"GET": ADMINISTER, "PATCH": ADMINISTER, "DELETE": ADMINISTER},
     "auth-me": {"GET": SIGNED_IN},
     "auth-capabilities": {"GET": SIGNED_IN},
-    "auth-password": {"POST": SIGNED_IN},
+    "auth-password": {"POST": ACCOUNT},
     # POST authenticates by session, token, or username + password in the body (throttled like the sign-in)
     "auth-tokens": {"GET": SIGNED_IN, "POST": PUBLIC},
-    "auth-token-detail": {"DELETE": SIGNED_IN},
+    "auth-token-detail": {"DELETE": ACCOUNT},
     "project-members": {"GET": VIEW},
     "project-member": {"PUT": OWN, "DELETE": OWN},
     "share-links": {"GET": OWN, "POST": OWN},

@@ -28,6 +28,7 @@ from django.core.cache import cache
 from django.http.cookie import parse_cookie
 from django.urls import Resolver404, resolve
 
+from accounts_app.mode import accounts_marked
 from accounts_app.roles import Capability
 from accounts_app.secrets import SHARE_COOKIE, TOKEN_PREFIX
 from api.envelope import CROSS_SITE, TOO_MANY_REQUESTS, UNAUTHORIZED
@@ -221,7 +222,9 @@ def token_refusal(method: str, path_info: str, headers: dict[str, str], client_h
         return None
     account_credential = carries_account_credential(headers)
     if not token and not account_credential:
-        return None  # the open mode, or accounts without a credential: the access middleware answers
+        if accounts_marked():  # accounts and no credential: refused before the body is read
+            return Refusal(UNAUTHORIZED, "sign in, or send a bearer token (Authorization: Bearer ...)")
+        return None  # the open mode
     failures = TokenFailures(client_host)
     limit = settings.VIEWER.tokenFailureLimit
     if failures.count() >= limit:

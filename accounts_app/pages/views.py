@@ -16,7 +16,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from accounts_app.identity import accounts_enabled, share_link_principal
+from accounts_app.identity import share_link_principal
+from accounts_app.mode import accounts_enabled
 from accounts_app.models import ShareLink
 from accounts_app.pages.password_change import change_password, lockout_message, locked_out
 from accounts_app.secrets import SHARE_COOKIE

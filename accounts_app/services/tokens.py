@@ -14,7 +14,7 @@ from django.contrib.auth import authenticate, get_user_model
 from django.utils import timezone
 
 from accounts_app.audit import audit_record
-from accounts_app.identity import accounts_enabled
+from accounts_app.mode import accounts_enabled
 from accounts_app.models import ApiToken
 from accounts_app.policy import Forbidden
 from accounts_app.secrets import TOKEN_PREFIX, new_secret, sha256
@@ -58,10 +58,21 @@ def token_create(by: Principal, owner, *, name: str, scope: str, expires_at=None
         raise Forbidden("a read-only token cannot make a write token")
     if expires_at is not None and expires_at <= timezone.now():
         raise invalid_field("expiresAt", ["must lie in the future"])
+    _refuse_outliving_the_caller(by, owner, expires_at)
     secret = new_secret(TOKEN_PREFIX)
     token = ApiToken.objects.create(user=owner, name=name, scope=scope, secret_sha256=sha256(secret), expires_at=expires_at)
     audit_record(_acting(by, owner), "token.create", object=f"token:{token.id}", detail={"name": name, "scope": scope})
     return token, secret
+
+
+def _refuse_outliving_the_caller(by: Principal, owner, expires_at) -> None:
+    """A token that makes a token of its own account cannot hand out more time than it has: a stolen token that
+    expires soon must not mint one that never does."""
+    if by.via != Via.TOKEN or by.user_id != owner.pk:
+        return
+    caller_expiry = ApiToken.objects.filter(pk=by.token_id).values_list("expires_at", flat=True).first()
+    if caller_expiry is not None and (expires_at is None or expires_at > caller_expiry):
+        raise invalid_field("expiresAt", [f"must be given and lie no later than {caller_expiry.isoformat()}, when the token making it expires"])
 
 
 def _acting(by: Principal, owner) -> Principal:

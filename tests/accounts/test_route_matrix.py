@@ -39,9 +39,9 @@ SCOPED_BY_ROLE = {
     "viewer": {C.VIEW, C.DOWNLOAD},
 }
 UNSCOPED_BY_SERVER_ROLE = {
-    "admin": {C.PUBLIC, C.SIGNED_IN, C.CREATE, C.ADMINISTER},
-    "user": {C.PUBLIC, C.SIGNED_IN, C.CREATE},
-    "guest": {C.PUBLIC, C.SIGNED_IN},
+    "admin": {C.PUBLIC, C.SIGNED_IN, C.ACCOUNT, C.CREATE, C.ADMINISTER},
+    "user": {C.PUBLIC, C.SIGNED_IN, C.ACCOUNT, C.CREATE},
+    "guest": {C.PUBLIC, C.SIGNED_IN, C.ACCOUNT},
 }
 
 
