@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
+from importlib import import_module
 from datetime import timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts_app.audit import audit_record
@@ -110,3 +112,25 @@ def identify(request, *, address: str, authorization: str) -> Principal | NoIden
     if not operator_token and not accounts_enabled():
         return Principal(name=DEFAULT_AUTHOR, address=address, via=Via.OPEN)
     return None
+
+
+def refreshed(principal: Principal, session_key: str | None) -> Principal | None:
+    """The principal as it stands now, for work that outlives the request's check (an open event stream): None when
+    its credential no longer holds (a revoked or expired token or share link, a session signed out, a disabled or
+    deleted account); otherwise rebuilt from the account (its server role may have changed)."""
+    now = timezone.now()
+    if principal.share is not None:
+        link = ShareLink.objects.filter(pk=principal.share.link_id, revoked_at__isnull=True, expires_at__gt=now).exists()
+        return principal if link else None
+    if principal.user_id is None:
+        return principal  # the operator's token, the open mode: nothing to revoke
+    if principal.via == Via.TOKEN:
+        token = ApiToken.objects.filter(pk=principal.token_id, revoked_at__isnull=True).values_list("expires_at", flat=True)
+        if not token or (token[0] is not None and token[0] <= now):
+            return None
+    elif principal.via == Via.SESSION and not (session_key and import_module(settings.SESSION_ENGINE).SessionStore().exists(session_key)):
+        return None
+    user = get_user_model().objects.filter(pk=principal.user_id, is_active=True).first()
+    if user is None:
+        return None
+    return _user_principal(user, principal.address, principal.via, read_only=principal.read_only, token_id=principal.token_id)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from django.db.models import Q, QuerySet
 
-from accounts_app.policy import Scope, require, visible_project_ids
+from accounts_app.identity import refreshed
+from accounts_app.policy import Scope, decide, require, visible_project_ids
 from accounts_app.roles import Capability
 from api.principal import Principal
 from chat_app.models import ChatSession
+from chat_app.selectors import session_scope
 from models_app.access_scopes import model_scope, models_visible_to, project_scope
 from models_app.models import IfcModel
 
@@ -39,3 +41,9 @@ def require_session_scope(principal: Principal, *, project_id: str | None, model
         require(principal, Capability.VIEW, scope)
         if not _session_exists(scope):
             require(principal, Capability.EDIT, scope)  # the first opening writes the session: not a reader's act
+
+
+def stream_still_allowed(principal: Principal, session_key: str | None, session_id: str) -> bool:
+    """Whether an open event stream may go on: its caller's credential still holds and still sees the session."""
+    current = refreshed(principal, session_key)
+    return current is not None and decide(current, Capability.VIEW, session_scope(session_id)).allowed

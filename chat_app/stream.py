@@ -12,14 +12,18 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+import time
 from collections import Counter
+from functools import partial
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import StreamingHttpResponse
 
+from api.principal import Principal
 from chat_app import events
+from chat_app.access import stream_still_allowed
 from chat_app.models import SESSION_ID_PATTERN
 from chat_app.selectors import visible_sessions
 from core.errors import NOT_FOUND, TOO_MANY_REQUESTS
@@ -33,7 +37,9 @@ def _session_exists(session_id: str) -> bool:
     return bool(SESSION_ID_RE.match(session_id)) and visible_sessions().filter(pk=session_id).exists()
 
 
-async def _frames(session_id: str, last_event_id: str | None, heartbeat_seconds: float):
+async def _frames(session_id: str, last_event_id: str | None, heartbeat_seconds: float, still_allowed):
+    """`still_allowed`: an async check, asked at least once per heartbeat interval; the stream ends when it fails
+    (a token or share link revoked, the member removed, the user signed out)."""
     layer = get_channel_layer()
     channel = await layer.new_channel()
     group = events.group_name(session_id)
@@ -43,7 +49,12 @@ async def _frames(session_id: str, last_event_id: str | None, heartbeat_seconds:
         opening, delivered = await sync_to_async(events.opening_frames, thread_sensitive=False)(session_id, last_event_id)
         for frame in opening:
             yield frame.as_sse()
+        checked_at = time.monotonic()
         while True:
+            if time.monotonic() - checked_at >= heartbeat_seconds:
+                if not await still_allowed():
+                    return
+                checked_at = time.monotonic()
             try:
                 message = await asyncio.wait_for(layer.receive(channel), timeout=heartbeat_seconds)
             except asyncio.TimeoutError:
@@ -115,7 +126,9 @@ async def session_events(request, cid: str):
         return error_response(
             TOO_MANY_REQUESTS, f"this address already holds {cap} event streams open (maxStreamsPerClient); close one first"
         )
-    frames = _frames(cid, request.headers.get("Last-Event-ID"), settings.CHAT_HEARTBEAT_SECONDS)
+    principal, session_key = Principal.of(request), request.session.session_key
+    still_allowed = sync_to_async(partial(stream_still_allowed, principal, session_key, cid), thread_sensitive=False)
+    frames = _frames(cid, request.headers.get("Last-Event-ID"), settings.CHAT_HEARTBEAT_SECONDS, still_allowed)
     response = StreamingHttpResponse(CountedStream(frames, client), content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"

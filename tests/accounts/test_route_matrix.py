@@ -207,3 +207,31 @@ def test_a_route_without_a_rule_is_refused(world, monkeypatch):
     admin.force_login(world["users"]["ada"])
     response = admin.get(f"/api/v1/models/{world['model'].id}")
     assert response.status_code == 500 and "no access rule" in response.json()["message"]
+
+
+def _view_methods(callback) -> set[str] | None:
+    view = getattr(callback, "view_class", None) or getattr(callback, "cls", None)
+    if view is None:
+        return None  # a function view (the event stream) answers what it answers itself
+    names = getattr(callback, "view_initkwargs", {}).get("http_method_names", view.http_method_names)
+    return {name.upper() for name in names if hasattr(view, name) and name not in ("options", "head")}
+
+
+def test_each_rule_names_exactly_the_methods_its_view_answers():
+    """A rule for a method no view answers is noise that hides a forgotten one; a method a view answers without a
+    rule is refused (fail closed) and must be a decision, not an accident."""
+    mismatched = []
+    for entry_route, name, callback in _routes_with_views(get_resolver().url_patterns):
+        methods = _view_methods(callback)
+        if methods is not None and methods != set(ROUTE_RULES[name]):
+            mismatched.append(f"{name} ({entry_route}): view {sorted(methods)}, rule {sorted(ROUTE_RULES[name])}")
+    assert mismatched == []
+
+
+def _routes_with_views(patterns, prefix=""):
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            if entry.namespace != "admin":
+                yield from _routes_with_views(entry.url_patterns, prefix + str(entry.pattern))
+        elif isinstance(entry, URLPattern):
+            yield prefix + str(entry.pattern), entry.name, entry.callback
