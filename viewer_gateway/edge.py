@@ -117,8 +117,8 @@ def is_token_exempt(method: str, path_info: str, headers: dict[str, str]) -> boo
     route = _route(path_info)
     if route is not None and SELF_AUTHENTICATING_NAMESPACES.intersection(route.namespaces):
         return True
-    if route is not None and route_capability(route.url_name, method) == Capability.PUBLIC:
-        return True
+    if route is not None and method != "OPTIONS" and route_capability(route.url_name, method) == Capability.PUBLIC:
+        return True  # (a non-preflight OPTIONS still needs the token, as before accounts)
     if method not in ("GET", "HEAD"):
         return False
     if route is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from chat_app.models import ChatSession
+from models_app.models import IfcModel
 
 NOT_AN_OBJECT = {"code": 40001, "message": "the body must be a JSON object", "data": None}
 
@@ -18,6 +19,7 @@ NOT_AN_OBJECT = {"code": 40001, "message": "the body must be a JSON object", "da
 ])
 @pytest.mark.parametrize("body", ["[1, 2]", '"text"', "3"])
 def test_a_json_body_that_is_not_an_object_is_refused_by_every_object_route(api, method, path, body):
+    IfcModel.objects.create(id="m_0000000000000000", name="known.ifc")  # an unknown one is refused before its body
     response = getattr(api, method)(path, body, content_type="application/json")
     assert (response.status_code, response.json()) == (400, NOT_AN_OBJECT)
     assert not ChatSession.objects.exists()
