@@ -15,6 +15,9 @@ import uuid
 import psutil
 
 MARKER_NAME = "TEST_SESSION_MARKER"
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # a pytest-xdist worker marks its own processes: its sweep at the end must not reach the other workers' ones
+    os.environ[MARKER_NAME] = f"{uuid.uuid4().hex}-{os.environ['PYTEST_XDIST_WORKER']}"
 MARKER = os.environ.setdefault(MARKER_NAME, uuid.uuid4().hex)
 
 
