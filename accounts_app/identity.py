@@ -44,7 +44,8 @@ def server_role_of(user) -> str:
     return account.role if account else ServerRole.USER
 
 
-def _user_principal(user, address: str, via: str, **extra) -> Principal:
+def user_principal(user, address: str = "", via: str = Via.SYSTEM, **extra) -> Principal:
+    """The principal of an account: its name, server role and display name (one query for the Account)."""
     account = Account.objects.filter(user=user).first()
     role = ServerRole.ADMIN if user.is_superuser else (account.role if account else ServerRole.USER)
     return Principal(name=user.get_username(), address=address, via=via, user_id=user.pk, role=role,
@@ -62,7 +63,7 @@ def _personal_token(presented: str, address: str) -> Principal | NoIdentity:
         return NoIdentity("this token has expired", presented=True)
     if not token.user.is_active:
         return NoIdentity("the account of this token is disabled", presented=True)
-    principal = _user_principal(token.user, address, Via.TOKEN, read_only=token.scope == ApiToken.Scope.READ, token_id=token.id)
+    principal = user_principal(token.user, address, Via.TOKEN, read_only=token.scope == ApiToken.Scope.READ, token_id=token.id)
     if token.last_used_at is None or now - token.last_used_at >= LAST_USE_GRANULARITY:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         audit_record(principal, "token.use", object=f"token:{token.id}", detail={"name": token.name})
@@ -105,7 +106,7 @@ def identify(request, *, address: str, authorization: str) -> Principal | NoIden
         return NoIdentity("the Authorization header must be 'Bearer <token>'", presented=True)
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
-        return _user_principal(user, address, Via.SESSION)
+        return user_principal(user, address, Via.SESSION)
     share_secret = request.COOKIES.get(SHARE_COOKIE, "")
     if share_secret.startswith(SHARE_PREFIX):
         return share_link_principal(share_secret, address) or NoIdentity("this share link has expired or was revoked", presented=False, stale_share_link=True)
@@ -133,4 +134,4 @@ def refreshed(principal: Principal, session_key: str | None) -> Principal | None
     user = get_user_model().objects.filter(pk=principal.user_id, is_active=True).first()
     if user is None:
         return None
-    return _user_principal(user, principal.address, principal.via, read_only=principal.read_only, token_id=principal.token_id)
+    return user_principal(user, principal.address, principal.via, read_only=principal.read_only, token_id=principal.token_id)

@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 from accounts_app.policy import Scope, decide, visible_project_ids
 from accounts_app.roles import Capability
 from api.principal import Principal
-from models_app.models import MODEL_ID_PATTERN, PROJECT_ID_PATTERN, Deletion, IfcModel, Project, ProjectModel
+from models_app.models import MODEL_ID_PATTERN, PROJECT_ID_PATTERN, Deletion, IfcModel, Project
 
 MODEL_ID_RE = re.compile(rf"^{MODEL_ID_PATTERN}$")
 PROJECT_ID_RE = re.compile(rf"^{PROJECT_ID_PATTERN}$")
@@ -21,11 +21,12 @@ PROJECT_ID_RE = re.compile(rf"^{PROJECT_ID_PATTERN}$")
 def model_scope(model_id: str) -> Scope:
     if not MODEL_ID_RE.match(model_id or ""):
         return Scope(model_id=model_id, exists=False)
-    row = IfcModel.with_trashed.filter(pk=model_id).values_list("uploaded_by_id", flat=True)
-    if not row:
+    # one query on every request that names a model: its uploader and its project (the link row kept while trashed)
+    row = IfcModel.with_trashed.filter(pk=model_id).values_list("uploaded_by_id", "project_link__project_id").first()
+    if row is None:
         return Scope(model_id=model_id, exists=False)
-    project_id = ProjectModel.with_trashed.filter(model_id=model_id).values_list("project_id", flat=True).first()
-    return Scope(project_id=project_id, model_id=model_id, owner_user_id=row[0])
+    owner_user_id, project_id = row
+    return Scope(project_id=project_id, model_id=model_id, owner_user_id=owner_user_id)
 
 
 def project_scope(project_id: str) -> Scope:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 
-from accounts_app.identity import server_role_of
+from accounts_app.identity import user_principal
 from accounts_app.policy import Scope, decide
-from api.principal import Principal, Via
+from api.principal import Principal
 from api.signatures import Signature, agent_signature
 from chat_app.agent.tools import Tool, ToolError
 from chat_app.selectors import session_scope
@@ -40,7 +40,7 @@ def principal_of(acting: ActingUser) -> Principal | None:
     user = get_user_model().objects.filter(pk=acting.user_id, is_active=True).first()
     if user is None:
         return None
-    return Principal(name=user.get_username(), via=Via.SYSTEM, user_id=user.pk, role=server_role_of(user))
+    return user_principal(user)
 
 
 def signature_for(acting: ActingUser | None) -> Signature:
