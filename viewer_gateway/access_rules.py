@@ -52,6 +52,19 @@ ROUTE_RULES: dict[str, dict[str, Capability]] = {
     "model-render": {"GET": VIEW},
     "model-version-xkt": {"GET": VIEW},
     "model-version-metadata": {"GET": VIEW},
+    # coordination: a project's models, their federation, clash tests, runs and clashes (coordination_app). Adding a
+    # model to a project is scoped by the model (its owner may move it); the use case also asks EDIT of the project.
+    "project-model": {"PUT": OWN, "DELETE": EDIT},
+    "project-federation": {"GET": VIEW},
+    "clash-tests": {"GET": VIEW},
+    "clash-test": {"GET": VIEW, "PUT": EDIT, "DELETE": EDIT},
+    "clash-runs": {"GET": VIEW, "POST": REVIEW},
+    "clash-run": {"GET": VIEW},
+    "clash-run-cancel": {"POST": REVIEW},
+    "clash-list": {"GET": VIEW},
+    "clash-detail": {"PATCH": REVIEW},
+    "clash-run-issues": {"POST": REVIEW},
+    "clash-run-report": {"GET": VIEW},
     "trash-list": {"GET": SIGNED_IN},
     "trash-restore": {"POST": OWN},
     "trash-item": {"DELETE": OWN},
@@ -99,7 +112,7 @@ ROUTE_RULES: dict[str, dict[str, Capability]] = {
     "plan-file": {"GET": VIEW, "PUT": EDIT},
     # the agent: its session is its project's; talking to it is editing, reading it is viewing
     "chat-projects": {"POST": CREATE},
-    "chat-project": {"DELETE": OWN},
+    "chat-project": {"GET": VIEW, "DELETE": OWN},
     "chat-sessions": {"GET": SIGNED_IN, "POST": SIGNED_IN},
     "chat-messages": {"GET": VIEW, "POST": EDIT},
     "chat-events": {"GET": VIEW},

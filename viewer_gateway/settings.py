@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "chat_app",
     "plans_app",
     "checks_app",
+    "coordination_app",
     "viewer_gateway",  # label "gateway": the configuration checks, run_gateway
 ]
 

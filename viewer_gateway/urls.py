@@ -9,6 +9,8 @@ from accounts_app.pages import urls as account_page_urls
 from chat_app import urls as chat_urls
 from viewer_gateway.account_views import CapabilitiesView
 from checks_app import urls as checks_urls
+from coordination_app import issue_urls as clash_issue_urls
+from coordination_app import urls as coordination_urls
 from plans_app import urls as plans_urls
 from issues_app import urls as issues_urls
 from models_app import urls as models_urls
@@ -26,6 +28,8 @@ api_v1 = [
     *audit_urls.api_urlpatterns,
     path("auth/capabilities", CapabilitiesView.as_view(), name="auth-capabilities"),
     *checks_urls.api_urlpatterns,  # before plans: projects/<id>/<name> would take projects/<id>/ids
+    *coordination_urls.api_urlpatterns,  # before plans: projects/<id>/<name> would take projects/<id>/clash-tests
+    *clash_issue_urls.api_urlpatterns,
     *plans_urls.api_urlpatterns,
     path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi"),
     # the split view serves its start script as a file (docs?script): no inline script under the page's CSP

@@ -1,0 +1,1 @@
+"""Coordination: a project's models seen together, clash tests, their runs, and clashes tracked across versions."""
