@@ -8,7 +8,7 @@ from django.conf import settings
 # moved to core/files.py; re-exported for models_app/services.py, version_geometry.py and issues_app/services.py
 from core.files import fsync_dir, publish_file, temp_path_beside  # noqa: F401
 from core.files import write_atomic as publish_text  # noqa: F401
-from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, METADATA_FILE
+from models_app.conversion.pipeline import CLASH_GEOMETRY_FILE, ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, GEOREFERENCE_FILE, METADATA_FILE
 from models_app.conversion.runner import XKT_FILE
 from models_app.models import MODEL_ID_PATTERN, VERSION_PATTERN
 
@@ -22,9 +22,10 @@ RENDER_FILE = "render.json"  # a drawing's 2D preview, published by the edit ser
 KIND_FILE = "model.kind"  # tells the edit service a model is a drawing (edit_service/engine/kinds.py)
 BOOTSTRAP_IFC_FILE = "bootstrap.ifc"  # the uploaded original, kept by the edit service when a script takes over
 # conversion outputs; element-values.json holds the IFC values of the override whitelist and element-bounds.json each
-# element's bounds (both for issues_app), not served
+# element's bounds (both for issues_app), clash-geometry.bin every element's triangles and georeference.json the
+# model's map placement (both for coordination_app), not served
 # Published in this order: a viewer loading both during a publish sees the new metadata before the new geometry.
-STATIC_OUTPUTS = (ELEMENT_VALUES_FILE, ELEMENT_BOUNDS_FILE, METADATA_FILE, XKT_FILE)
+STATIC_OUTPUTS = (ELEMENT_VALUES_FILE, ELEMENT_BOUNDS_FILE, CLASH_GEOMETRY_FILE, GEOREFERENCE_FILE, METADATA_FILE, XKT_FILE)
 # the conversion outputs of saved versions, one folder each (versions/v3/model.xkt ...), made on request; not the
 # edit service's script/versions/
 VERSION_GEOMETRY_DIR = "versions"

@@ -20,7 +20,8 @@ Format (little-endian) after the 8-byte magic: a sequence of records, each start
 
 Beside the records, each element's axis-aligned bounds in IFC world coordinates (metres, Z up) go to
 element-bounds.json as {GlobalId: [min x, y, z, max x, y, z]} (mm precision), streamed the same way: the BCF export
-aims a camera at an issue's element with them when the issue has none.
+aims a camera at an issue's element with them when the issue has none. And, when asked, each element's triangles in
+IFC world coordinates go to clash-geometry.bin (clash_geometry.py) for the clash engine, the same mesh as the XKT's.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from collections import Counter
 import numpy as np
 
 from models_app.conversion import openings
+from models_app.conversion.clash_geometry import ClashGeometryWriter, placed
 from models_app.conversion.metadata import StreamedObject
 from models_app.conversion.openings import EMPTY, Mesh
 from models_app.conversion.voids import modelling_precision, subtractions
@@ -70,9 +72,16 @@ def _world_bounds(transformation_buffer: bytes, local: tuple[list[float], list[f
     return [round(value, BOUNDS_DECIMALS) for value in (*low, *high)]
 
 
+class _NoRecords:
+    """Where the XKT records go when only the clash geometry is wanted (build_clash_geometry)."""
+
+    def write(self, data: bytes) -> None:
+        pass
+
+
 class _RecordWriter:
-    def __init__(self, handle, bounds: StreamedObject | None = None):
-        self.handle, self.bounds = handle, bounds
+    def __init__(self, handle, bounds: StreamedObject | None = None, clash: ClashGeometryWriter | None = None):
+        self.handle, self.bounds, self.clash = handle, bounds, clash
         self.materials: dict[str, int] = {}
         self.meshes: dict[str, list[tuple[int, int]]] = {}  # geometry id -> [(geometry record id, material id)]
         self.geometry_count = 0
@@ -133,12 +142,17 @@ class _RecordWriter:
         geometry = shape.geometry
         if not len(geometry.material_ids_buffer):
             return  # the serializer skips these too
-        self._bounds(shape, np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3))  # not kept: one box per element is cheap
+        verts = np.frombuffer(geometry.verts_buffer, "<f8").reshape(-1, 3)
+        self._bounds(shape, verts)  # not kept: one box per element is cheap
+        if self.clash is not None:
+            self.clash.element(shape.guid, shape.type, placed(shape.transformation_buffer, verts), np.frombuffer(geometry.faces_buffer, "<i4"))
         self._entity(shape.guid, shape.transformation_buffer, self._mesh(geometry))
 
     def cut_entity(self, shape, mesh: Mesh) -> None:
         """The element of shape (its body, meshed without openings) with `mesh`, its body less its openings."""
         self._bounds(shape, mesh.vertices)
+        if self.clash is not None:
+            self.clash.element(shape.guid, shape.type, placed(shape.transformation_buffer, mesh.vertices), mesh.faces)
         self._entity(shape.guid, shape.transformation_buffer, self._primitives(
             TRIANGLES, mesh.vertices.reshape(-1), np.zeros(0), mesh.faces.reshape(-1), mesh.material_ids, shape.geometry.materials))
 
@@ -156,6 +170,8 @@ class _RecordWriter:
         self.handle.write(struct.pack("<BI", END, self.entity_count))
         if self.bounds is not None:
             self.bounds.end()
+        if self.clash is not None:
+            self.clash.end()
 
 
 def _settings(**extra):
@@ -216,15 +232,17 @@ def _body_less_openings(shape, opening_meshes: list[Mesh], precision: float) -> 
         return None
 
 
-def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None, bounds_handle=None) -> int:
-    """Writes the records of every element with geometry (openings excluded), and their bounds to bounds_handle (a
-    text file) when given; returns how many were written. Openings are meshed first and subtracted from the bodies
-    of their elements with openings.cut; an element it refuses is meshed by ifcopenshell with its openings."""
+def write_geometry(ifc, handle, threads: int, on_progress=lambda fraction: None, bounds_handle=None, clash_handle=None) -> int:
+    """Writes the records of every element with geometry (openings excluded) to handle (None: none), their bounds to
+    bounds_handle (a text file) and their triangles to clash_handle (binary, clash_geometry.py) when given; returns
+    how many were written. Openings are meshed first and subtracted from the bodies of their elements with
+    openings.cut; an element it refuses is meshed by ifcopenshell with its openings."""
     import ifcopenshell.geom
 
     hybrid_available = all(ifcopenshell.geom.has_geometry_library(kernel) for kernel in HYBRID_KERNELS)
     library = "hybrid-" + "-".join(HYBRID_KERNELS) if hybrid_available else "opencascade"
-    writer = _RecordWriter(handle, StreamedObject(bounds_handle) if bounds_handle is not None else None)
+    writer = _RecordWriter(_NoRecords() if handle is None else handle, StreamedObject(bounds_handle) if bounds_handle is not None else None,
+                           ClashGeometryWriter(clash_handle) if clash_handle is not None else None)
     subtracted = subtractions(ifc)
     precision = modelling_precision(ifc)
     opening_meshes = _OpeningMeshes(subtracted)

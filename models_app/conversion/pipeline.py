@@ -1,7 +1,9 @@
-"""The ifcopenshell stage of a conversion: IFC -> metadata.json, element-values.json, the geometry records and
-element-bounds.json. It runs in a child of the sandboxed conversion zygote (zygote.py), which has its files only as
-descriptors, all opened by the worker: the IFC to read, the four outputs to write (in the conversion's own work
-folder) and a progress pipe.
+"""The ifcopenshell stage of a conversion: IFC -> metadata.json, element-values.json, the geometry records,
+element-bounds.json, clash-geometry.bin (every element's triangles, for the clash engine) and georeference.json
+(georeference.py's placement of the model in its map frame). It runs in a child of the sandboxed conversion zygote
+(zygote.py), which has its files only as descriptors, all opened by the worker: the IFC to read, the six outputs to
+write (in the conversion's own work folder) and a progress pipe. georeference.json stays empty when the placement
+cannot be read (the runner then drops it; the federation reads the IFC itself).
 
 Each output is streamed while it is produced (metadata and element values object by object, geometry element by
 element), so the stage holds the parsed IFC and little else. Progress goes out as JSON lines {"phase", "percent"}.
@@ -13,8 +15,10 @@ of Django.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import logging
 import os
 import re
 import threading
@@ -24,7 +28,9 @@ METADATA_FILE = "metadata.json"
 ELEMENT_VALUES_FILE = "element-values.json"
 GEOMETRY_FILE = "geometry.bin"
 ELEMENT_BOUNDS_FILE = "element-bounds.json"
-STAGE_OUTPUTS = (METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, ELEMENT_BOUNDS_FILE)
+CLASH_GEOMETRY_FILE = "clash-geometry.bin"
+GEOREFERENCE_FILE = "georeference.json"
+STAGE_OUTPUTS = (METADATA_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, ELEMENT_BOUNDS_FILE, CLASH_GEOMETRY_FILE, GEOREFERENCE_FILE)
 WRITE_BUFFER_BYTES = 1 << 20
 # (phase, first percent, last percent), after the time each takes on large files; xkt (node) follows from 85
 STAGES = (("reading", 1, 5), ("metadata", 5, 20), ("values", 20, 30), ("geometry", 30, 85))
@@ -35,6 +41,8 @@ TICK_SECONDS = 1.0
 RELEASE_CANDIDATE_SCHEMA = re.compile(rb"(FILE_SCHEMA\s*\(\s*\(\s*')(IFC4X3_RC\d)('\s*\)\s*\))", re.IGNORECASE)
 FINAL_RELEASE = b"IFC4X3_ADD2"
 HEADER_BYTES = 64 * 1024
+
+log = logging.getLogger(__name__)
 
 
 class Progress:
@@ -114,11 +122,30 @@ def open_ifc(ifc_fd: int, progress: Progress):
     return ifc
 
 
+@contextlib.contextmanager
+def _nothing():
+    yield None
+
+
 def _text_output(fd: int):
     return io.TextIOWrapper(io.BufferedWriter(io.FileIO(fd, "w", closefd=True), WRITE_BUFFER_BYTES), encoding="utf-8")
 
 
-def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, bounds_fd: int, progress_fd: int, threads: int) -> None:
+def write_georeference(ifc, fd: int) -> None:
+    """georeference.json: the model's placement in its map frame; nothing (an empty file) when it cannot be read."""
+    with open(fd, "w", encoding="utf-8", closefd=True) as handle:
+        try:
+            from models_app.conversion.georeference import georeference
+
+            placement = georeference(ifc)
+        except Exception:  # noqa: BLE001 - a placement it cannot read never fails the conversion
+            log.warning("no georeference.json: the model's placement could not be read", exc_info=True)
+            return
+        json.dump(placement, handle, separators=(",", ":"))
+
+
+def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, bounds_fd: int, progress_fd: int, threads: int,
+            clash_fd: int | None = None, georeference_fd: int | None = None) -> None:
     from models_app.conversion.element_values import write_element_values
     from models_app.conversion.geometry import write_geometry
     from models_app.conversion.metadata import MetaModel
@@ -135,6 +162,9 @@ def convert(*, ifc_fd: int, metadata_fd: int, values_fd: int, geometry_fd: int, 
         MetaModel(ifc).write(metadata, progress.stage("metadata"))
     with _text_output(values_fd) as values:
         write_element_values(ifc, values, progress.stage("values"))
-    with io.BufferedWriter(io.FileIO(geometry_fd, "w", closefd=True), WRITE_BUFFER_BYTES) as geometry, _text_output(bounds_fd) as bounds:
-        write_geometry(ifc, geometry, threads, progress.stage("geometry"), bounds)
+    if georeference_fd is not None:
+        write_georeference(ifc, georeference_fd)
+    with (io.BufferedWriter(io.FileIO(geometry_fd, "w", closefd=True), WRITE_BUFFER_BYTES) as geometry, _text_output(bounds_fd) as bounds,
+          (io.BufferedWriter(io.FileIO(clash_fd, "w", closefd=True), WRITE_BUFFER_BYTES) if clash_fd is not None else _nothing()) as clash):
+        write_geometry(ifc, geometry, threads, progress.stage("geometry"), bounds, clash)
     progress.report("geometry", 85)

@@ -21,7 +21,15 @@ from pathlib import Path
 from typing import Callable
 
 from models_app.conversion.metadata import normalise_fallback_metadata
-from models_app.conversion.pipeline import ELEMENT_BOUNDS_FILE, ELEMENT_VALUES_FILE, GEOMETRY_FILE, METADATA_FILE, STAGE_OUTPUTS
+from models_app.conversion.pipeline import (
+    CLASH_GEOMETRY_FILE,
+    ELEMENT_BOUNDS_FILE,
+    ELEMENT_VALUES_FILE,
+    GEOMETRY_FILE,
+    GEOREFERENCE_FILE,
+    METADATA_FILE,
+    STAGE_OUTPUTS,
+)
 from models_app.conversion import SHIPPED_CONVERTER
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, node_command, zygote_for
 from models_app.conversion.zygote import GO
@@ -104,7 +112,8 @@ class _Conversion:
                 fds = {"go": go_read, "progress": sent.add(progress_write), "stderr": sent.add(stderr_write),
                        "ifc": sent.add(open_read(ifc_path)), "metadata": sent.add(self.create(METADATA_FILE)),
                        "values": sent.add(self.create(ELEMENT_VALUES_FILE)), "geometry": sent.add(self.create(GEOMETRY_FILE)),
-                       "bounds": sent.add(self.create(ELEMENT_BOUNDS_FILE))}
+                       "bounds": sent.add(self.create(ELEMENT_BOUNDS_FILE)), "clash": sent.add(self.create(CLASH_GEOMETRY_FILE)),
+                       "georeference": sent.add(self.create(GEOREFERENCE_FILE))}
                 job = {"threads": self.limits.threads, **({} if self.cgroup else {"memory_bytes": self.limits.memory_bytes})}
                 try:
                     _, host_pid = zygote.fork(job, fds, self.deadline)
@@ -210,8 +219,8 @@ def run_pipeline(
     limits: ConversionLimits = ConversionLimits(),
     protected: list[Path] = (),
 ) -> PipelineResult:
-    """Converts ifc_path into out_dir (model.xkt, metadata.json; element-values.json and element-bounds.json unless
-    the fallback ran).
+    """Converts ifc_path into out_dir (model.xkt, metadata.json; element-values.json, element-bounds.json,
+    clash-geometry.bin and georeference.json unless the fallback ran).
     `protected`: paths the conversion must never see (configuration file, data directory)."""
     conversion = _Conversion(out_dir, limits, time.monotonic() + timeout_seconds, timeout_seconds, on_progress)
     try:
@@ -225,6 +234,9 @@ def run_pipeline(
             for name in STAGE_OUTPUTS:
                 (out_dir / name).unlink(missing_ok=True)
         else:
+            georeference = out_dir / GEOREFERENCE_FILE
+            if georeference.stat().st_size == 0:  # the stage could not read the placement (pipeline.write_georeference)
+                georeference.unlink()
             on_progress("xkt", 85)
         conversion.node_stage(ifc_path, node_bin, converter_script, list(protected))
         if conversion.fallback is not None:

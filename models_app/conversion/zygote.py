@@ -5,7 +5,8 @@ and importing ifcopenshell.
     python -m models_app.conversion.zygote --control-fd N
 
 Talks to its worker over a Unix seqpacket socket (fd N). A job is one message {"threads": n, "fds": [names]} with
-the descriptors of those names attached (SCM_RIGHTS): go, ifc, metadata, values, geometry, bounds, progress, stderr. The
+the descriptors of those names attached (SCM_RIGHTS): go, ifc, metadata, values, geometry, bounds, clash, georeference,
+progress, stderr. The
 zygote answers {"ready": pid} once warm, {"forked": pid} per job and {"exited": pid, "status": code} when that
 child has ended (a negative code is the signal that killed it). The child waits on `go` until the worker has moved
 it into the conversion's own cgroup (memory and process caps), and only then reads the IFC. The zygote itself never
@@ -71,7 +72,8 @@ def _child(job: dict, fds: dict[str, int]) -> None:
         from models_app.conversion.pipeline import convert
 
         convert(ifc_fd=fds["ifc"], metadata_fd=fds["metadata"], values_fd=fds["values"], geometry_fd=fds["geometry"],
-                bounds_fd=fds["bounds"], progress_fd=fds["progress"], threads=int(job["threads"]))
+                bounds_fd=fds["bounds"], progress_fd=fds["progress"], threads=int(job["threads"]),
+                clash_fd=fds.get("clash"), georeference_fd=fds.get("georeference"))
         code = 0
     except MemoryError:
         print("the conversion ran out of memory", file=sys.stderr)
@@ -110,7 +112,7 @@ def _import_conversion_code() -> None:
         import ifcopenshell.util.classification  # noqa: F401
         import ifcopenshell.util.element  # noqa: F401
 
-        from models_app.conversion import element_values, geometry, metadata, pipeline  # noqa: F401
+        from models_app.conversion import clash_geometry, element_values, geometry, metadata, pipeline  # noqa: F401
 
 
 @contextlib.contextmanager

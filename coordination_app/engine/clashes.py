@@ -1,0 +1,521 @@
+"""find_clashes: which elements of set A collide with which of set B (or of A itself), on the meshes the conversion
+kept (clash-geometry.bin), in the project frame.
+
+Method
+1. Load: each model's clash geometry once (geometry.load), whatever sides it is on; each element's box is moved into
+   the project frame by its model's matrix (the 8 corners of its own box).
+2. Broad phase (vectorised): a uniform grid of cells about the size of a typical element; each element's box is
+   listed in the cells it covers, and a pair is a candidate when both are listed in the cell of the larger of their
+   low corners (so every pair is met once) and their boxes overlap: by more than the tolerance for hard clashes,
+   within the distance for clearance, within the tolerance on all six bounds for duplicates. Boxes spanning more
+   than MAX_CELLS cells (slabs, long walls of a big model) are tested against every box directly instead.
+3. Narrow phase, pair by pair, always computed with the pair in one order (the smaller (model, GlobalId) first), so
+   every number and point is the same whichever side an element is on:
+   - the separating axis test over the directions of the two meshes: each one's face normals and the cross
+     products of their edge directions. Along any direction, the overlap of the two projections is a move that
+     separates the elements, so the smallest overlap is an upper bound of the penetration depth; for two convex
+     elements these directions are exactly the ones that matter and the smallest overlap IS the penetration depth
+     (the shortest move that separates them). A negative overlap is a gap: a lower bound of the distance.
+   - hard: depth > tolerance. When either element is not convex (a wall with openings, an L-shaped slab), the depth
+     is its convex hull's (an upper bound: the approximation), and the pair counts only when their solids really
+     share a volume (manifold3d's exact intersection, more than tolerance^3): touching faces, or a pipe through an
+     opening of a wall, are not clashes. When a mesh cannot be made a closed solid the pair counts on the
+     separating axis test alone.
+   - clearance: the exact smallest distance between the two triangle meshes (vertex-triangle both ways and
+     edge-edge, vectorised, on the triangles within the distance of the other's box), reported when below the
+     distance; overlapping or touching pairs are reported with distance 0.
+   - duplicate: same IFC class (kept in the clash geometry), boxes within the tolerance, and every vertex of each
+     within the tolerance of a vertex of the other (a symmetric Hausdorff distance of the vertex sets).
+   The point (project frame): for an overlap, the centre of the two boxes' overlap; for a clearance, the middle of
+   the two closest points.
+should_stop() is polled at least every POLL_SECONDS; on_progress(fraction) is called at most every
+PROGRESS_SECONDS. Only the two sides' models are held, and a bounded cache of element meshes in the project frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from coordination_app.engine.errors import Cancelled
+from coordination_app.engine.geometry import ModelGeometry, load
+
+__all__ = ["Cancelled", "ClashFact", "ElementSet", "KINDS", "find_clashes"]
+
+KINDS = ("hard", "clearance", "duplicate")
+MAX_CELLS = 64  # a box covering more grid cells is tested against all boxes directly
+PAIR_BLOCK = 2_000_000  # candidate pairs generated and filtered at a time
+CACHE_ELEMENTS = 4096
+POLL_SECONDS = 0.1
+PROGRESS_SECONDS = 0.5
+PLANE_EPS = 1e-5  # metres: a vertex this far outside a face's plane still counts as on it (float32 vertices)
+MIN_VOLUME = 1e-12  # m^3: less shared volume than this (and than tolerance^3) is touching, not overlapping
+DISTANCE_BLOCK = 1_000_000  # point-triangle or edge-edge combinations computed at a time
+
+
+@dataclass(frozen=True)
+class ElementSet:
+    """One side's elements of one model."""
+
+    model_id: str
+    geometry_path: Path  # clash-geometry.bin
+    matrix: np.ndarray  # 4x4 model -> project frame
+    guids: frozenset[str] | None  # None = every element with geometry
+
+
+@dataclass(frozen=True)
+class ClashFact:
+    a_model: str
+    a_guid: str
+    b_model: str
+    b_guid: str
+    point: tuple[float, float, float]  # project frame, deterministic and a/b-order-free
+    depth: float | None  # hard: the shortest move that separates them (metres)
+    distance: float | None  # clearance: the smallest distance (metres)
+
+
+class _Clock:
+    """should_stop polled and progress reported, each at its own pace."""
+
+    def __init__(self, on_progress, should_stop):
+        self.on_progress, self.should_stop = on_progress, should_stop
+        self.polled = self.reported = 0.0
+
+    def poll(self) -> None:
+        now = time.monotonic()
+        if now - self.polled >= POLL_SECONDS:
+            self.polled = now
+            if self.should_stop():
+                raise Cancelled("the clash run was cancelled")
+
+    def progress(self, fraction: float, force: bool = False) -> None:
+        self.poll()
+        now = time.monotonic()
+        if force or now - self.reported >= PROGRESS_SECONDS:
+            self.reported = now
+            self.on_progress(min(1.0, max(0.0, fraction)))
+
+
+class _Shape:
+    """One element in the project frame: points relative to its own origin (float64), triangles, the separating
+    axis directions (unit face normals, unit edge directions) and whether it is convex."""
+
+    __slots__ = ("origin", "points", "faces", "normals", "edges", "convex", "solid")
+
+    def __init__(self, origin: np.ndarray, points: np.ndarray, faces: np.ndarray):
+        self.origin, self.points, self.faces = origin, points, faces.astype(np.int64)
+        corners = points[self.faces]
+        normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+        lengths = np.linalg.norm(normals, axis=1)
+        kept = lengths > 1e-12
+        unit = normals[kept] / lengths[kept, None]
+        self.normals = _unique_directions(unit)
+        edges = np.concatenate([corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 1], corners[:, 0] - corners[:, 2]])
+        edge_lengths = np.linalg.norm(edges, axis=1)
+        self.edges = _unique_directions(edges[edge_lengths > 1e-9] / edge_lengths[edge_lengths > 1e-9, None])
+        self.convex = _convex(points, unit, corners[kept, 0])
+        self.solid = False  # not made yet (None: cannot be made)
+
+    def manifold(self):
+        """The mesh as a manifold3d solid around its origin, or None when it is not a closed solid."""
+        if self.solid is False:
+            self.solid = _solid(self.points, self.faces)
+        return self.solid
+
+
+def _unique_directions(unit: np.ndarray) -> np.ndarray:
+    """The directions up to sign, each once (rounded to 1e-6)."""
+    if not len(unit):
+        return unit.reshape(0, 3)
+    first = np.argmax(np.abs(unit) > 1e-9, axis=1)
+    unit = unit * np.sign(unit[np.arange(len(unit)), first])[:, None]
+    _, keep = np.unique(np.round(unit, 6), axis=0, return_index=True)
+    return unit[np.sort(keep)]
+
+
+def _convex(points: np.ndarray, normals: np.ndarray, on_plane: np.ndarray) -> bool:
+    """Whether every vertex lies on one side of every face's plane (orientation-free)."""
+    if not len(normals):
+        return False
+    planes = np.unique(np.round(np.c_[normals, np.einsum("ij,ij->i", normals, on_plane)], 6), axis=0)
+    eps = PLANE_EPS + 1e-6 * float(np.ptp(points, axis=0).max())
+    for start in range(0, len(planes), max(1, DISTANCE_BLOCK // max(1, len(points)))):
+        block = planes[start:start + max(1, DISTANCE_BLOCK // max(1, len(points)))]
+        signed = points @ block[:, :3].T - block[:, 3]
+        if ((signed.max(axis=0) > eps) & (signed.min(axis=0) < -eps)).any():
+            return False
+    return True
+
+
+def _solid(points: np.ndarray, faces: np.ndarray):
+    import manifold3d
+
+    welded, inverse = np.unique(points[faces.reshape(-1)], axis=0, return_inverse=True)
+    try:
+        solid = manifold3d.Manifold(manifold3d.Mesh64(vert_properties=welded, tri_verts=inverse.reshape(-1, 3).astype(np.uint64)))
+    except Exception:  # noqa: BLE001 - manifold3d refuses meshes it cannot take as they are
+        return None
+    if solid.status() != manifold3d.Error.NoError or solid.is_empty() or solid.volume() <= 0:
+        return None
+    return solid
+
+
+# --- loading ---------------------------------------------------------------------------------------------------
+
+
+class _Elements:
+    """The elements of both sides, numbered 0..n-1: model, index in it, sides, box in the project frame."""
+
+    def __init__(self, a: list[ElementSet], b: list[ElementSet] | None, clock: _Clock):
+        sets = [*a, *(b or [])]
+        self.models: dict[str, tuple[ModelGeometry, np.ndarray]] = {}
+        for number, element_set in enumerate(sorted(sets, key=lambda s: s.model_id)):
+            if element_set.model_id not in self.models:
+                matrix = np.asarray(element_set.matrix, dtype=np.float64).reshape(4, 4)
+                self.models[element_set.model_id] = (load(element_set.geometry_path), matrix)
+            clock.progress(0.1 * (number + 1) / len(sets))
+        model_ids, local, in_a, in_b, boxes = [], [], [], [], []
+        self.model_names = sorted(self.models)
+        for model_number, model_id in enumerate(self.model_names):
+            geometry, matrix = self.models[model_id]
+            side_a = _selected(geometry, [s for s in a if s.model_id == model_id])
+            side_b = _selected(geometry, [s for s in (b or []) if s.model_id == model_id])
+            chosen = np.flatnonzero(side_a | side_b)
+            model_ids.append(np.full(len(chosen), model_number))
+            local.append(chosen)
+            in_a.append(side_a[chosen])
+            in_b.append(side_b[chosen])
+            boxes.append(_moved_boxes(geometry.bounds[chosen], matrix))
+        self.model = np.concatenate(model_ids) if model_ids else np.zeros(0, int)
+        self.local = np.concatenate(local) if local else np.zeros(0, int)
+        self.in_a = np.concatenate(in_a) if in_a else np.zeros(0, bool)
+        self.in_b = np.concatenate(in_b) if in_b else np.zeros(0, bool)
+        self.boxes = np.concatenate(boxes) if boxes else np.zeros((0, 6))
+        keys = [(self.model_names[m], self.models[self.model_names[m]][0].guids[i]) for m, i in zip(self.model, self.local)]
+        self.keys = keys
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        self.rank = np.empty(len(keys), dtype=np.int64)
+        self.rank[order] = np.arange(len(keys))
+        self.cache: OrderedDict[int, _Shape] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self.local)
+
+    def type(self, e: int) -> str:
+        return self.models[self.model_names[self.model[e]]][0].types[self.local[e]]
+
+    def shape(self, e: int) -> _Shape:
+        shape = self.cache.get(e)
+        if shape is not None:
+            self.cache.move_to_end(e)
+            return shape
+        geometry, matrix = self.models[self.model_names[self.model[e]]]
+        i = self.local[e]
+        rotation = matrix[:3, :3]
+        shape = _Shape(rotation @ geometry.origins[i] + matrix[:3, 3], geometry.vertices[i].astype(np.float64) @ rotation.T, geometry.faces[i])
+        self.cache[e] = shape
+        if len(self.cache) > CACHE_ELEMENTS:
+            self.cache.popitem(last=False)
+        return shape
+
+    def vertices(self, e: int) -> np.ndarray:
+        """Element e's vertices in the project frame (float64)."""
+        shape = self.shape(e)
+        return shape.origin + shape.points
+
+
+def _selected(geometry: ModelGeometry, sets: list[ElementSet]) -> np.ndarray:
+    chosen = np.zeros(len(geometry), dtype=bool)
+    for element_set in sets:
+        if element_set.guids is None:
+            chosen[:] = True
+        else:
+            found = [geometry.index[g] for g in element_set.guids if g in geometry.index]
+            chosen[found] = True
+    return chosen
+
+
+_CORNERS = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=bool)
+
+
+def _moved_boxes(bounds: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """The project-frame boxes of model-frame boxes (n, 6): the box of their 8 moved corners."""
+    if np.allclose(matrix[:3, :3], np.eye(3)):
+        return bounds + np.r_[matrix[:3, 3], matrix[:3, 3]]
+    corners = np.where(_CORNERS[None], bounds[:, None, 3:], bounds[:, None, :3]) @ matrix[:3, :3].T + matrix[:3, 3]
+    return np.c_[corners.min(axis=1), corners.max(axis=1)]
+
+
+# --- broad phase -------------------------------------------------------------------------------------------------
+
+
+def _overlapping(boxes: np.ndarray, i: np.ndarray, j: np.ndarray, margin: float) -> np.ndarray:
+    """Whether boxes i and j overlap by more than -margin on every axis (margin > 0: within margin of each other)."""
+    return ((boxes[i, :3] <= boxes[j, 3:] + margin) & (boxes[j, :3] <= boxes[i, 3:] + margin)).all(axis=1)
+
+
+def candidate_pairs(boxes: np.ndarray, margin: float, clock: _Clock | None = None) -> np.ndarray:
+    """Pairs (k, 2) of box indices, i < j, whose boxes overlap by more than -margin on every axis, each once."""
+    n = len(boxes)
+    if n < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    grow = max(margin, 0.0) / 2
+    low, high = boxes[:, :3] - grow, boxes[:, 3:] + grow
+    extent = (high - low).max(axis=1)
+    cell = max(float(np.median(extent)), 1e-3)
+    first = np.floor((low - low.min(axis=0)) / cell).astype(np.int64)
+    last = np.floor((high - low.min(axis=0)) / cell).astype(np.int64)
+    span = last - first + 1
+    counts = span.prod(axis=1)
+    big = counts > MAX_CELLS
+    found = [_grid_pairs(np.flatnonzero(~big), first, span, counts, boxes, margin, clock)]
+    for e in np.flatnonzero(big):  # against every box; a big-big pair once (the other with a larger index)
+        others = np.flatnonzero(~big | (np.arange(n) > e))
+        others = others[others != e]
+        hit = others[_overlapping(boxes, np.full(len(others), e), others, margin)]
+        found.append(np.c_[np.minimum(hit, e), np.maximum(hit, e)])
+        if clock is not None:
+            clock.poll()
+    pairs = np.concatenate(found)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def _grid_pairs(members, first, span, counts, boxes, margin, clock) -> np.ndarray:
+    if len(members) < 2:
+        return np.zeros((0, 2), dtype=np.int64)
+    count = counts[members]
+    owner = np.repeat(members, count)
+    offset = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+    dx, dy = span[owner, 0], span[owner, 1]
+    cell = first[owner] + np.c_[offset % dx, (offset // dx) % dy, offset // (dx * dy)]
+    key = (cell[:, 0] << 42) | (cell[:, 1] << 21) | cell[:, 2]
+    order = np.argsort(key, kind="stable")
+    owner, cell, key = owner[order], cell[order], key[order]
+    group_end = np.r_[np.flatnonzero(np.diff(key)) + 1, len(key)]
+    end = np.repeat(group_end, np.diff(np.r_[0, group_end]))
+    partners = end - np.arange(len(key)) - 1
+    found = []
+    start = 0
+    cumulative = np.cumsum(partners)
+    while start < len(key):
+        stop = int(np.searchsorted(cumulative, (cumulative[start - 1] if start else 0) + PAIR_BLOCK, side="right"))
+        stop = max(stop, start + 1)
+        these = partners[start:stop]
+        left = np.repeat(np.arange(start, stop), these)
+        right = left + 1 + (np.arange(these.sum()) - np.repeat(np.cumsum(these) - these, these))
+        i, j = owner[left], owner[right]
+        # met once: in the cell of the larger of the two low corners
+        lowest = np.maximum(first[i], first[j])
+        keep = (lowest == cell[left]).all(axis=1) & _overlapping(boxes, i, j, margin)
+        found.append(np.c_[np.minimum(i[keep], j[keep]), np.maximum(i[keep], j[keep])])
+        start = stop
+        if clock is not None:
+            clock.poll()
+    return np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
+
+
+# --- narrow phase ------------------------------------------------------------------------------------------------
+
+
+def _axes(first: _Shape, second: _Shape) -> np.ndarray:
+    cross = np.cross(first.edges[:, None, :], second.edges[None, :, :]).reshape(-1, 3)
+    lengths = np.linalg.norm(cross, axis=1)
+    kept = lengths > 1e-9
+    return np.concatenate([first.normals, second.normals, cross[kept] / lengths[kept, None]])
+
+
+def separation(first: _Shape, second: _Shape) -> float:
+    """The smallest overlap of the two point sets' projections over the separating axes (see the module's
+    description): the penetration depth of two convex shapes, an upper bound of it otherwise; negative: a gap, a
+    lower bound of their distance."""
+    offset = second.origin - first.origin
+    axes = _axes(first, second)
+    smallest = np.inf
+    for start in range(0, len(axes), 4096):
+        block = axes[start:start + 4096]
+        p, q = first.points @ block.T, (second.points + offset) @ block.T
+        overlap = np.minimum(p.max(axis=0) - q.min(axis=0), q.max(axis=0) - p.min(axis=0))
+        smallest = min(smallest, float(overlap.min()))
+    return smallest
+
+
+def shared_volume(first: _Shape, second: _Shape) -> float | None:
+    """The volume the two solids share (manifold3d), None when either is not a closed solid."""
+    one, two = first.manifold(), second.manifold()
+    if one is None or two is None:
+        return None
+    return float((one ^ two.translate(tuple(second.origin - first.origin))).volume())
+
+
+def _segment_distances(p1, q1, p2, q2):
+    """Closest points between segments p1q1 (k, 3) and p2q2 (k, 3) (Ericson, Real-Time Collision Detection 5.1.9;
+    no degenerate segments): distances and the two points."""
+    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
+    a, e = np.einsum("ij,ij->i", d1, d1), np.einsum("ij,ij->i", d2, d2)
+    b, c, f = np.einsum("ij,ij->i", d1, d2), np.einsum("ij,ij->i", d1, r), np.einsum("ij,ij->i", d2, r)
+    denominator = a * e - b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(denominator > 1e-15 * a * e, np.clip((b * f - c * e) / denominator, 0, 1), 0.0)
+        t = (b * s + f) / e
+        s = np.where(t < 0, np.clip(-c / a, 0, 1), np.where(t > 1, np.clip((b - c) / a, 0, 1), s))
+    t = np.clip(t, 0, 1)
+    x, y = p1 + d1 * s[:, None], p2 + d2 * t[:, None]
+    return np.linalg.norm(x - y, axis=1), x, y
+
+
+def _point_face_distances(points, corners):
+    """Distances of points (k, 3) to the planes of triangles (k, 3, 3) where the point's projection falls inside
+    the triangle (inf elsewhere: the edges cover those), and the projections."""
+    a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
+    normal = np.cross(b - a, c - a)
+    normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
+    height = np.einsum("ij,ij->i", points - a, normal)
+    foot = points - height[:, None] * normal
+    inside = ((np.einsum("ij,ij->i", np.cross(b - a, foot - a), normal) >= 0)
+              & (np.einsum("ij,ij->i", np.cross(c - b, foot - b), normal) >= 0)
+              & (np.einsum("ij,ij->i", np.cross(a - c, foot - c), normal) >= 0))
+    return np.where(inside, np.abs(height), np.inf), foot
+
+
+def _near(corners: np.ndarray, box: np.ndarray, reach: float) -> np.ndarray:
+    return ((corners.min(axis=1) <= box[3:] + reach) & (corners.max(axis=1) >= box[:3] - reach)).all(axis=1)
+
+
+def _edges(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The triangles' edges, each once (an edge shared by two triangles is met twice), as starts and ends."""
+    starts = corners.reshape(-1, 3)
+    ends = corners[:, [1, 2, 0]].reshape(-1, 3)
+    along = ends - starts
+    keep = np.linalg.norm(along, axis=1) > 1e-12
+    starts, ends, along = starts[keep], ends[keep], along[keep]
+    first = np.argmax(np.abs(along) > 1e-12, axis=1)
+    backwards = along[np.arange(len(along)), first] < 0
+    starts, ends = np.where(backwards[:, None], ends, starts), np.where(backwards[:, None], starts, ends)
+    _, once = np.unique(np.round(np.c_[starts, ends], 9), axis=0, return_index=True)
+    return starts[once], ends[once]
+
+
+def _pairwise(count_a: int, count_b: int):
+    """Index pairs of all combinations, in blocks of at most DISTANCE_BLOCK."""
+    step = max(1, DISTANCE_BLOCK // max(1, count_b))
+    for start in range(0, count_a, step):
+        rows = np.arange(start, min(count_a, start + step))
+        yield np.repeat(rows, count_b), np.tile(np.arange(count_b), len(rows))
+
+
+def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """The smallest distance between the two triangle meshes and the closest points (relative to first's origin),
+    when it is below reach; None otherwise."""
+    offset = second.origin - first.origin
+    one, two = first.points[first.faces], second.points[second.faces] + offset
+    box_one, box_two = np.r_[first.points.min(axis=0), first.points.max(axis=0)], np.r_[two.reshape(-1, 3).min(axis=0), two.reshape(-1, 3).max(axis=0)]
+    one, two = one[_near(one, box_two, reach)], two[_near(two, box_one, reach)]
+    if not len(one) or not len(two):
+        return None
+    best = (np.inf, None, None)
+    for points, triangles, flipped in ((np.unique(two.reshape(-1, 3), axis=0), one, True), (np.unique(one.reshape(-1, 3), axis=0), two, False)):
+        for i, j in _pairwise(len(points), len(triangles)):
+            distances, feet = _point_face_distances(points[i], triangles[j])
+            k = int(np.argmin(distances))
+            if distances[k] < best[0]:
+                best = (float(distances[k]), feet[k], points[i[k]]) if flipped else (float(distances[k]), points[i[k]], feet[k])
+    starts_one, ends_one = _edges(one)
+    starts_two, ends_two = _edges(two)
+    for i, j in _pairwise(len(starts_one), len(starts_two)):
+        distances, x, y = _segment_distances(starts_one[i], ends_one[i], starts_two[j], ends_two[j])
+        k = int(np.argmin(distances))
+        if distances[k] < best[0]:
+            best = (float(distances[k]), x[k], y[k])
+    return best if best[0] < reach else None
+
+
+def _hausdorff_within(first: np.ndarray, second: np.ndarray, tolerance: float) -> bool:
+    from scipy.spatial import cKDTree
+
+    return bool(np.isfinite(cKDTree(second).query(first, distance_upper_bound=tolerance * (1 + 1e-9) + 1e-12)[0]).all()
+                and np.isfinite(cKDTree(first).query(second, distance_upper_bound=tolerance * (1 + 1e-9) + 1e-12)[0]).all())
+
+
+# --- the run -----------------------------------------------------------------------------------------------------
+
+
+def _box_centre(boxes: np.ndarray, i: int, j: int) -> tuple[float, float, float]:
+    low, high = np.maximum(boxes[i, :3], boxes[j, :3]), np.minimum(boxes[i, 3:], boxes[j, 3:])
+    return tuple(float(v) for v in (low + high) / 2)
+
+
+def _judge(elements: _Elements, i: int, j: int, kind: str, tolerance: float, distance: float):
+    """(point, depth, distance) of the pair i, j (i the smaller (model, GlobalId)), or None when it is no clash."""
+    if kind == "duplicate":
+        if elements.type(i) != elements.type(j) or not _hausdorff_within(elements.vertices(i), elements.vertices(j), tolerance):
+            return None
+        return _box_centre(elements.boxes, i, j), None, None
+    first, second = elements.shape(i), elements.shape(j)
+    overlap = separation(first, second)
+    if kind == "hard":
+        if overlap <= tolerance:
+            return None
+        if not (first.convex and second.convex):
+            volume = shared_volume(first, second)
+            if volume is not None and volume <= max(tolerance ** 3, MIN_VOLUME):
+                return None
+        return _box_centre(elements.boxes, i, j), overlap, None
+    if -overlap >= distance:  # a separating gap already as wide as the distance
+        return None
+    if overlap > 0:  # touching or overlapping hulls: overlapping solids are 0 apart
+        volume = None if first.convex and second.convex else shared_volume(first, second)
+        if (first.convex and second.convex) or (volume is not None and volume > MIN_VOLUME):
+            return _box_centre(elements.boxes, i, j), None, 0.0
+    closest = mesh_distance(first, second, distance)
+    if closest is None:
+        return None
+    gap, x, y = closest
+    middle = first.origin + (x + y) / 2
+    return tuple(float(v) for v in middle), None, gap
+
+
+def find_clashes(a: list[ElementSet], b: list[ElementSet] | None, *, kind: str, tolerance: float = 0.01,
+                 distance: float = 0.0, on_progress=lambda fraction: None, should_stop=lambda: False) -> list[ClashFact]:
+    """The clashes of kind "hard" | "clearance" | "duplicate" between set A and set B (A against itself when b is
+    None: each unordered pair once, never an element against itself), sorted by (a model, a GlobalId, b model,
+    b GlobalId). For A against B the a-fields are the element of A (of a pair with both elements in both sets, the
+    smaller (model, GlobalId)). Raises Cancelled when should_stop() turns true, ValueError on a bad kind or a
+    negative tolerance or distance."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if tolerance < 0 or distance < 0:
+        raise ValueError("tolerance and distance must not be negative")
+    clock = _Clock(on_progress, should_stop)
+    clock.progress(0.0, force=True)
+    elements = _Elements(a, b, clock)
+    margin = {"hard": -tolerance * (1 - 1e-9), "clearance": distance, "duplicate": 0.0}[kind]
+    pairs = candidate_pairs(elements.boxes, margin, clock)
+    first, second = pairs[:, 0], pairs[:, 1]
+    if b is None:
+        valid = elements.in_a[first] & elements.in_a[second]
+    else:
+        valid = (elements.in_a[first] & elements.in_b[second]) | (elements.in_a[second] & elements.in_b[first])
+    if kind == "duplicate":
+        valid &= (np.abs(elements.boxes[first] - elements.boxes[second]) <= tolerance).all(axis=1)
+    pairs = pairs[valid]
+    clock.progress(0.15, force=True)
+    facts = []
+    for number, (i, j) in enumerate(pairs.tolist()):
+        clock.progress(0.15 + 0.85 * number / max(1, len(pairs)))
+        if elements.rank[j] < elements.rank[i]:
+            i, j = j, i
+        judged = _judge(elements, i, j, kind, tolerance, distance)
+        if judged is None:
+            continue
+        point, depth, gap = judged
+        if b is not None and not (elements.in_a[i] and elements.in_b[j]):
+            i, j = j, i  # a is the element of A (i is in A only)
+        (a_model, a_guid), (b_model, b_guid) = elements.keys[i], elements.keys[j]
+        facts.append(ClashFact(a_model, a_guid, b_model, b_guid, point, depth, gap))
+    clock.progress(1.0, force=True)
+    facts.sort(key=lambda fact: (fact.a_model, fact.a_guid, fact.b_model, fact.b_guid))
+    return facts

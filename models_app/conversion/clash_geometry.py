@@ -1,0 +1,120 @@
+"""clash-geometry.bin: the triangle mesh of every element, kept at conversion for the clash engine
+(coordination_app.engine.geometry reads it), so a clash run never meshes the model again.
+
+Written element by element while the conversion meshes them (nothing holds the whole model's geometry), in the
+model's own IFC world frame (metres, Z up), openings subtracted as in the XKT. Each element's vertices are stored as
+float32 offsets from a float64 origin (the centre of its bounds), so a georeferenced model a thousand kilometres
+from its origin keeps sub-millimetre precision.
+
+Format (little-endian), every record starting at a multiple of 8 bytes from the start of the file:
+  magic  8 bytes b"CLASHG01"
+  element record:
+    u8 tag 1, u8 length of the IFC class name, u16 length of the GlobalId, u32 vertex count nv, u32 triangle count nt,
+    utf-8 GlobalId, ascii class name, zero padding to a multiple of 8,
+    f64[3] origin, f64[6] bounds (min x y z, max x y z, world frame),
+    f32[3 nv] vertices relative to the origin, i32[3 nt] triangles (vertex indices), zero padding to a multiple of 8
+  end record: u8 tag 0, 3 zero bytes, u32 number of element records
+Elements without triangles (lines only) are left out.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+MAGIC = b"CLASHG01"
+ELEMENT, END = 1, 0
+HEADER = struct.Struct("<BBHII")  # tag, class length, GlobalId length, vertex count, triangle count
+END_RECORD = struct.Struct("<B3xI")
+PLACE = struct.Struct("<9d")  # origin, bounds
+ALIGN = 8
+
+
+def padding(size: int) -> int:
+    """Zero bytes after `size` bytes so the next field starts at a multiple of ALIGN."""
+    return -size % ALIGN
+
+
+class ClashGeometryWriter:
+    """Streams element records to a binary handle."""
+
+    def __init__(self, handle):
+        self.handle, self.count = handle, 0
+        handle.write(MAGIC)
+
+    def element(self, guid: str, ifc_class: str, vertices: np.ndarray, faces: np.ndarray) -> None:
+        """One element: world vertices (n, 3) float64 and triangles (m, 3) of vertex indices."""
+        faces = np.asarray(faces).reshape(-1, 3)
+        if not len(faces):
+            return
+        vertices = np.asarray(vertices, dtype=np.float64).reshape(-1, 3)
+        low, high = vertices.min(axis=0), vertices.max(axis=0)
+        origin = (low + high) / 2
+        name, kind = guid.encode("utf-8"), ifc_class.encode("ascii", "replace")
+        head = HEADER.pack(ELEMENT, len(kind), len(name), len(vertices), len(faces)) + name + kind
+        body = (PLACE.pack(*origin, *low, *high) + (vertices - origin).astype("<f4").tobytes()
+                + faces.astype("<i4").tobytes())
+        self.handle.write(head + bytes(padding(len(head))) + body + bytes(padding(len(body))))
+        self.count += 1
+
+    def end(self) -> None:
+        self.handle.write(END_RECORD.pack(END, self.count))
+
+
+def placed(transformation_buffer: bytes, vertices: np.ndarray) -> np.ndarray:
+    """The vertices with the shape's placement applied (the identity with use-world-coords, the usual case)."""
+    matrix = np.frombuffer(transformation_buffer, "d").reshape((4, 4), order="F")
+    if np.array_equal(matrix, np.eye(4)):
+        return vertices
+    return vertices @ matrix[:3, :3].T + matrix[:3, 3]
+
+
+def mesh_ifc(ifc_path: str, out_path: str, threads: int = 1, on_progress=lambda fraction: None) -> int:
+    """clash-geometry.bin of an IFC that is not converted (the agent's staged product): the conversion's meshing
+    (geometry.write_geometry) without its other outputs, written beside out_path and moved into place when
+    complete; returns how many elements it holds."""
+    import os
+    import tempfile
+
+    import ifcopenshell
+
+    from models_app.conversion.geometry import write_geometry
+
+    ifc = ifcopenshell.open(ifc_path)
+    folder = os.path.dirname(os.path.abspath(out_path))
+    fd, temp = tempfile.mkstemp(prefix=".clash-geometry.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
+            count = write_geometry(ifc, None, threads, on_progress, clash_handle=handle)
+        os.replace(temp, out_path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+    return count
+
+
+def main(argv=None) -> int:
+    """python -m models_app.conversion.clash_geometry IFC OUT [--threads N]: mesh_ifc, with progress as JSON lines
+    {"progress": fraction} and a last line {"elements": n} on stdout."""
+    import argparse
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("ifc")
+    parser.add_argument("out")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args(argv)
+
+    def progress(fraction: float) -> None:
+        print(json.dumps({"progress": round(fraction, 4)}), flush=True)
+
+    count = mesh_ifc(args.ifc, args.out, args.threads, progress)
+    print(json.dumps({"elements": count}), flush=True)
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
