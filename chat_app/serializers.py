@@ -10,6 +10,12 @@ from api.fields import StrictCharField
 class ProjectCreateSerializer(serializers.Serializer):
     title = StrictCharField(required=False, allow_blank=True, max_length=255, default="", help_text="default 'AI 项目'")
     kind = serializers.ChoiceField(choices=Project.Kind.choices, error_messages={"required": "kind is required: ifc, cad or cad->ifc", "invalid_choice": "kind must be ifc, cad or cad->ifc, not {input!r}"})
+    skeleton = serializers.BooleanField(required=False, default=True, help_text="kind ifc: false starts the project without its skeleton model (a project for uploaded models)")
+
+    def validate_skeleton(self, value):
+        if not isinstance(self.initial_data.get("skeleton", True), bool):
+            raise serializers.ValidationError("skeleton must be true or false")
+        return value
 
 
 class SessionOpenSerializer(serializers.Serializer):

@@ -16,6 +16,7 @@ from chat_app.serializers import (
     SessionOpenSerializer,
 )
 from models_app import project_services, trash_services
+from models_app.selectors import project_get
 from accounts_app.services.members import project_owner_add
 from api.principal import Principal
 from chat_app.access import require_session_scope, sessions_visible_to
@@ -30,11 +31,11 @@ class ProjectListView(APIView):
     @extend_schema(
         request=ProjectCreateSerializer,
         responses={200: ProjectSerializer, 400: OpenApiResponse(description="40001: kind missing or invalid"), 502: OpenApiResponse(description="50200: the edit service could not build the skeleton model")},
-        summary="Create a project (kind ifc also gets its skeleton model, saved as v1)",
+        summary="Create a project (kind ifc also gets its skeleton model, saved as v1, unless skeleton is false)",
     )
     def post(self, request):
         data = validated(ProjectCreateSerializer, json_object(request))
-        project = project_services.project_create(title=data["title"], kind=data["kind"])
+        project = project_services.project_create(title=data["title"], kind=data["kind"], skeleton=data["skeleton"])
         creator = Principal.of(request)
         if creator.has_account:
             project_owner_add(project.id, creator.user_id)  # whoever creates a project owns it
@@ -42,6 +43,11 @@ class ProjectListView(APIView):
 
 
 class ProjectDetailView(APIView):
+    @extend_schema(responses={200: ProjectSerializer, 404: OpenApiResponse(description="40400: unknown project")},
+                   summary="The project with its models (ids, and each with its discipline, version and status)")
+    def get(self, request, project_id):
+        return Response(ProjectSerializer(project_get(project_id)).data)
+
     @extend_schema(responses={200: OpenApiResponse(description="data: null"), 404: OpenApiResponse(description="40400: unknown project")},
                    summary="Delete a project: it goes to the trash with its session, plan files and models (GET /api/v1/trash)")
     def delete(self, request, project_id):

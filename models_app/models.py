@@ -125,6 +125,7 @@ class ProjectModel(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE)
     model = models.OneToOneField(IfcModel, on_delete=models.CASCADE, related_name="project_link")
+    discipline = models.CharField(max_length=32, blank=True, default="", help_text="free text, e.g. ARC, STR, MEP; empty when not given")
 
     objects = OfModelsOutsideTrashManager()
     with_trashed = models.Manager()

@@ -1,6 +1,7 @@
 """Use cases of projects (a project is a group of models): create one (an ifc project gets its skeleton model at
-once), create a project's model from a build script, create the model of a cad or cad->ifc project, delete a project
-with everything it owns, and the project lock a delivery holds while it builds.
+once unless asked not to), create a project's model from a build script, create the model of a cad or cad->ifc
+project, upload a model into a project, put an existing model into a project (with its discipline) or take it out,
+delete a project with everything it owns, and the project lock a delivery holds while it builds.
 
 A model of a project carries the marker file `model.project` (the project id) in its folder, written before its
 first build: the edit service lets a build script read a drawing ("source" in PARAMS) only when both carry the same
@@ -15,15 +16,28 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from django.conf import settings
+from django.db import IntegrityError, transaction
 from filelock import ReadWriteLock, Timeout
 
+from accounts_app.audit import audit_record
+from accounts_app.policy import require
+from accounts_app.roles import Capability
+from api.principal import Principal
 from core import cancellation
 from core.errors import ApplicationError, Conflict, Invalid, NotFound, Upstream
 from core.provenance import DEFAULT_AUTHOR, Provenance
 from models_app import edit_client
+from models_app.access_scopes import project_scope
 from models_app.models import IfcModel, Project, ProjectModel
-from models_app.selectors import PROJECT_ID_RE, project_model_ids, project_model_of_format, project_of_model
-from models_app.services import model_create_for_script, model_delete, request_conversion
+from models_app.selectors import (
+    PROJECT_ID_RE,
+    model_get,
+    project_get,
+    project_model_ids,
+    project_model_of_format,
+    project_of_model,
+)
+from models_app.services import model_create_for_script, model_delete, model_upload, request_conversion
 from models_app.signals import project_deleting
 from models_app.storage import latest_saved_product, model_dir, publish_text
 
@@ -68,9 +82,75 @@ def _write_marker(project_id: str, model_id: str) -> None:
     publish_text(model_dir(model_id) / PROJECT_FILE, project_id)
 
 
-def project_add_model(project: Project, model: IfcModel) -> None:
-    ProjectModel.objects.create(project=project, model=model)
+def project_add_model(project: Project, model: IfcModel, discipline: str = "") -> None:
+    ProjectModel.objects.create(project=project, model=model, discipline=discipline)
     _write_marker(project.id, model.id)
+
+
+def project_model_upload(*, uploaded_file, project_id: str = "", discipline: str = "", by: Principal | None = None) -> IfcModel:
+    """POST /models: an uploaded IFC stored and queued for conversion; with a project id, linked to that project
+    (with its discipline, marker written) in the same step, all or nothing. The caller needs edit on the project; an
+    unknown project is 40001 naming projectId (a body field), one the caller may not see 40400, as a hidden one."""
+    if not project_id:
+        if discipline:
+            raise Invalid("discipline: a discipline is given with projectId (it is the model's discipline in that project)")
+        return model_upload(uploaded_file=uploaded_file, by=by)
+    scope = project_scope(project_id)
+    project = Project.objects.filter(pk=project_id).first() if scope.exists else None  # not one in the trash
+    if project is None:
+        raise Invalid(f"projectId: project {project_id!r} not found")
+    if by is not None:
+        require(by, Capability.EDIT, scope)
+    return model_upload(uploaded_file=uploaded_file, by=by, link=lambda model: project_add_model(project, model, discipline))
+
+
+def project_model_put(*, project_id: str, model_id: str, discipline: str | None = None, by: Principal | None = None) -> Project:
+    """PUT /projects/{pid}/models/{id}: puts an existing model into the project, or changes the discipline of one
+    already in it (discipline None keeps it; a model added without one gets ""). The route asks the model's owner;
+    the caller also needs edit on the project. A model of another project is 40900 (take it out there first)."""
+    project = project_get(project_id)
+    if by is not None:
+        require(by, Capability.EDIT, project_scope(project.id))
+    model = model_get(model_id)
+    with project_lock(project.id, exclusive=False), transaction.atomic():
+        link = ProjectModel.objects.select_for_update().filter(model_id=model.id).first()
+        if link is not None and link.project_id != project.id:
+            raise Conflict(f"model {model.id} belongs to project {link.project_id}: take it out there first "
+                           f"(DELETE /api/v1/projects/{link.project_id}/models/{model.id})")
+        if link is None:
+            try:
+                with transaction.atomic():
+                    project_add_model(project, model, discipline or "")
+            except IntegrityError:  # another request put it into a project meanwhile
+                raise Conflict(f"model {model.id} was just put into another project") from None
+        elif discipline is not None and discipline != link.discipline:
+            link.discipline = discipline
+            link.save(update_fields=["discipline"])
+        else:
+            return project
+    if by is not None:
+        audit_record(by, "project.model-put", object=f"model:{model.id}", project_id=project.id,
+                     detail={"added": link is None, "discipline": discipline})
+    return project
+
+
+def project_model_remove(*, project_id: str, model_id: str, by: Principal | None = None) -> Project:
+    """DELETE /projects/{pid}/models/{id}: takes the model out of the project (the route asks edit on it there). The
+    model stays, with its issues and files, back with its uploader; a model that has none (built by the project's
+    agent) goes to whoever took it out, so that someone still owns it. Its marker is removed: its build script no
+    longer reads the project's drawings."""
+    project = project_get(project_id)
+    model = model_get(model_id)
+    with project_lock(project.id, exclusive=False), transaction.atomic():
+        removed, _ = ProjectModel.objects.filter(project=project, model=model).delete()
+        if not removed:
+            raise NotFound(f"model {model.id} is not in project {project.id}")
+        if model.uploaded_by_id is None and by is not None and by.user_id is not None:
+            IfcModel.objects.filter(pk=model.id).update(uploaded_by_id=by.user_id)
+        (model_dir(model.id) / PROJECT_FILE).unlink(missing_ok=True)
+    if by is not None:
+        audit_record(by, "project.model-remove", object=f"model:{model.id}", project_id=project.id)
+    return project
 
 
 def project_markers_write() -> int:
@@ -107,11 +187,12 @@ def project_model_create(*, project: Project, name: str, script: str, note: str,
     return model, saved
 
 
-def project_create(*, title: str, kind: str) -> Project:
+def project_create(*, title: str, kind: str, skeleton: bool = True) -> Project:
     """A new project. Kind ifc gets its skeleton model at once (build script staged, run in the sandbox, saved as
-    v1, converted); cad and cad->ifc start blank (project_model_init creates their models)."""
+    v1, converted) unless `skeleton` is False (a project for uploaded models); cad and cad->ifc start blank
+    (project_model_init creates their models)."""
     project = Project.objects.create(title=title or DEFAULT_PROJECT_TITLE, kind=kind)
-    if kind == Project.Kind.IFC:
+    if kind == Project.Kind.IFC and skeleton:
         try:
             project_model_create(project=project, name=f"{project.title}.ifc", script=ifc_skeleton_script(project.title), note="project skeleton")
         except BaseException:

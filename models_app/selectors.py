@@ -9,7 +9,9 @@ from pathlib import Path
 
 from core.errors import NotFound
 from core.lookups import get_or_not_found
-from models_app.models import PROJECT_ID_PATTERN, IfcModel, Project, ProjectModel
+from django.db.models import Max
+
+from models_app.models import PROJECT_ID_PATTERN, IfcModel, ModelRevision, Project, ProjectModel
 from models_app.storage import (
     BOOTSTRAP_IFC_FILE,
     DXF_FILE,
@@ -18,6 +20,7 @@ from models_app.storage import (
     MODEL_ID_RE,
     latest_saved_product,
     model_file,
+    script_state_present,
 )
 
 PROJECT_ID_RE = re.compile(rf"^{PROJECT_ID_PATTERN}$")
@@ -49,6 +52,18 @@ def model_metadata(model_id: str) -> dict:
             return json.load(handle)
     except FileNotFoundError:
         raise NotFound(f"model {model.id} has no metadata yet (status {model.status})") from None
+
+
+def model_current_version(model_id: str) -> str:
+    """The version "v<n>" the model's current product is: its latest saved script version when a build script makes
+    it (read from storage, no edit-service call), else its last uploaded revision, else "v1" (a first upload)."""
+    model = IfcModel.objects.filter(pk=model_id).only("format").first()
+    if model is not None and script_state_present(model.id):
+        saved = latest_saved_product(model.id, ".dxf" if model.format == IfcModel.Format.DXF else ".ifc")
+        if saved is not None:
+            return saved.stem
+    number = ModelRevision.objects.filter(model_id=model_id).aggregate(last=Max("number"))["last"]
+    return f"v{number or 1}"
 
 
 def model_download_file(model_id: str, *, current_product: bool = False) -> tuple[IfcModel, Path]:
@@ -91,6 +106,12 @@ def project_models(project: Project | str):
 def project_model_ids(project: Project | str) -> list[str]:
     project_id = project if isinstance(project, str) else project.id
     return list(ProjectModel.objects.filter(project_id=project_id).order_by("id").values_list("model_id", flat=True))
+
+
+def project_links(project: Project | str):
+    """The project's membership rows (model, discipline), in the order the models were added, models selected."""
+    project_id = project if isinstance(project, str) else project.id
+    return ProjectModel.objects.filter(project_id=project_id).select_related("model").order_by("id")
 
 
 def project_model_of_format(project: Project | str, model_format: str) -> IfcModel | None:

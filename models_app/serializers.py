@@ -1,8 +1,9 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from models_app.models import Deletion, IfcModel, ModelRevision, Project, VersionGeometry
-from models_app.selectors import project_model_ids
+from api.fields import StrictCharField
+from models_app.models import Deletion, IfcModel, ModelRevision, Project, ProjectModel, VersionGeometry
+from models_app.selectors import model_current_version, project_links, project_model_ids
 
 
 class ProgressSerializer(serializers.Serializer):
@@ -74,16 +75,69 @@ class VersionGeometrySerializer(serializers.ModelSerializer):
         return {"phase": geometry.progress_phase or "queued", "percent": geometry.progress_percent}
 
 
+class ProjectModelDetailSerializer(serializers.Serializer):
+    """One model of a project, from its membership row (ProjectModel)."""
+
+    modelId = serializers.CharField(source="model_id")
+    discipline = serializers.CharField(help_text="free text (ARC, STR, MEP, ...); empty when not given")
+    version = serializers.SerializerMethodField(help_text="v<n>: the version its current product is (saved script version or uploaded revision)")
+    status = serializers.CharField(source="model.status", help_text="converting, ready, failed")
+
+    def get_version(self, link: ProjectModel) -> str:
+        return model_current_version(link.model_id)
+
+
 class ProjectSerializer(serializers.Serializer):
     projectId = serializers.CharField(source="id")
     title = serializers.CharField()
     kind = serializers.ChoiceField(choices=Project.Kind.choices)
     createdAt = serializers.DateTimeField(source="created_at")
     models = serializers.SerializerMethodField(help_text="model ids of the project, oldest first")
+    modelDetails = serializers.SerializerMethodField(help_text="the same models in the same order, each with its discipline, version and status")
 
     @extend_schema_field(serializers.ListField(child=serializers.CharField()))
     def get_models(self, project: Project) -> list[str]:
         return project_model_ids(project)
+
+    @extend_schema_field(ProjectModelDetailSerializer(many=True))
+    def get_modelDetails(self, project: Project) -> list[dict]:
+        return ProjectModelDetailSerializer(project_links(project), many=True).data
+
+
+class ProjectModelPutSerializer(serializers.Serializer):
+    discipline = StrictCharField(required=False, allow_blank=True, max_length=32,
+                                 help_text="free text, e.g. ARC, STR, MEP; absent: unchanged (empty for a model just added)")
+
+
+class ModelUploadTargetSerializer(serializers.Serializer):
+    """The optional parts of an upload that put the model into a project."""
+
+    projectId = StrictCharField(required=False, allow_blank=True, default="", help_text="the project to upload into (edit on it needed)")
+    discipline = StrictCharField(required=False, allow_blank=True, default="", max_length=32, help_text="with projectId: the model's discipline")
+
+
+class ModelProjectUploadSerializer(ModelUploadTargetSerializer):
+    """The upload's multipart form (for the schema): the file, and optionally the project to put it into."""
+
+    file = serializers.FileField(help_text="the IFC file (.ifc, ISO-10303-21 STEP content)")
+
+
+class FederationModelSerializer(serializers.Serializer):
+    modelId = serializers.CharField()
+    discipline = serializers.CharField()
+    version = serializers.CharField()
+    status = serializers.CharField(help_text="converting, ready, failed")
+    matrix = serializers.ListField(child=serializers.FloatField(), min_length=16, max_length=16,
+                                   help_text="4x4 column-major: the model's IFC world (metres, Z up) -> the project frame (metres, Z up)")
+    georeference = serializers.CharField(help_text="where the placement comes from: map-conversion, epset-map-conversion, site, none")
+    crs = serializers.CharField(allow_null=True, help_text="the map's coordinate reference system (e.g. EPSG:25832), null when not named")
+
+
+class FederationSerializer(serializers.Serializer):
+    models = FederationModelSerializer(many=True)
+    origin = serializers.ListField(child=serializers.FloatField(), min_length=3, max_length=3,
+                                   help_text="the project frame's origin in map coordinates (metres); [0, 0, 0] without a map conversion")
+    crs = serializers.CharField(allow_null=True, help_text="the CRS of the model that fixed the origin")
 
 
 class TrashItemSerializer(serializers.ModelSerializer):

@@ -6,6 +6,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -19,7 +20,8 @@ from core.files import link_or_copy
 from models_app.conversion.runner import PipelineResult, run_pipeline
 from models_app.conversion.sandbox import ConversionLimits
 from models_app.models import IfcModel
-from models_app.selectors import model_get
+from models_app.selectors import model_get, project_of_model
+from models_app.signals import model_ready
 from models_app.storage import (
     IFC_FILE,
     KIND_FILE,
@@ -67,9 +69,10 @@ def checked_ifc_upload(uploaded_file) -> tuple[str, Path]:
     return name, temp_path
 
 
-def model_upload(*, uploaded_file, by: Principal | None = None) -> IfcModel:
+def model_upload(*, uploaded_file, by: Principal | None = None, link: Callable[[IfcModel], None] | None = None) -> IfcModel:
     """Stores an uploaded IFC (already streamed to a temporary file) and queues its conversion; `by`: who uploads it,
-    for the audit trail."""
+    for the audit trail; `link(model)`: run in the transaction that saves the model (putting it into a project), its
+    files written into the model's folder: a failure anywhere leaves no record and no folder."""
     name, temp_path = checked_ifc_upload(uploaded_file)
     model = IfcModel(name=name, size=uploaded_file.size, uploaded_by_id=by.user_id if by else None)
     folder = model_dir(model.id)
@@ -81,12 +84,15 @@ def model_upload(*, uploaded_file, by: Principal | None = None) -> IfcModel:
         publish_file(staged, folder / IFC_FILE)
         with transaction.atomic():
             model.save(force_insert=True)
+            if link is not None:
+                link(model)
             queue_conversion(model)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
     if by is not None:
-        audit_record(by, "model.upload", object=f"model:{model.id}", detail={"name": name, "size": uploaded_file.size})
+        audit_record(by, "model.upload", object=f"model:{model.id}", project_id=project_of_model(model.id) or "",
+                     detail={"name": name, "size": uploaded_file.size})
     return model
 
 
@@ -237,6 +243,8 @@ def convert_claimed(model: IfcModel) -> str | None:
             else:
                 outcome = {"status": IfcModel.Status.FAILED, "error": error or "conversion failed"}
             jobs.finish(CONVERSION, model, progress_phase="", progress_percent=0, **outcome)
+        if outcome["status"] == IfcModel.Status.READY:  # committed: apps that redo work per version hear it (clash tests)
+            model_ready.send_robust(sender=IfcModel, model_id=model.id)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
     logger.info("conversion of %s finished: %s", model.id, outcome["status"])

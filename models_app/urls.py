@@ -11,6 +11,9 @@ api_urlpatterns = [
     path("models/<str:model_id>/download", views.ModelDownloadView.as_view(), name="model-download"),
     path("models/<str:model_id>/revisions", views.ModelRevisionsView.as_view(), name="model-revisions"),
     path("models/<str:model_id>/versions/<str:version>/geometry", views.VersionGeometryView.as_view(), name="model-version-geometry"),
+    # before plans_app's projects/<project_id>/<name> (viewer_gateway/urls.py includes these first)
+    path("projects/<str:project_id>/models/<str:model_id>", views.ProjectModelView.as_view(), name="project-model"),
+    path("projects/<str:project_id>/federation", views.ProjectFederationView.as_view(), name="project-federation"),
     path("trash", trash_views.TrashListView.as_view(), name="trash-list"),
     path("trash/<str:item_id>/restore", trash_views.TrashRestoreView.as_view(), name="trash-restore"),
     path("trash/<str:item_id>", trash_views.TrashItemView.as_view(), name="trash-item"),

@@ -1,17 +1,23 @@
 from django.http import FileResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.parsers import MultiPartParser
+from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts_app.audit import audit_record
 from core.errors import Invalid, NotFound
-from models_app import revision_services, selectors, services, trash_services, version_geometry
+from api.views import json_object, validated
+from models_app import federation, project_services, revision_services, selectors, services, trash_services, version_geometry
 from models_app.serializers import (
+    FederationSerializer,
+    ModelProjectUploadSerializer,
     ModelRevisionSerializer,
     ModelRevisionUploadSerializer,
     ModelSerializer,
     ModelUploadSerializer,
+    ModelUploadTargetSerializer,
+    ProjectModelPutSerializer,
+    ProjectSerializer,
     VersionGeometrySerializer,
 )
 from models_app.storage import METADATA_FILE, RENDER_FILE, XKT_FILE, model_file
@@ -32,12 +38,19 @@ class ModelListView(UploadLimit, APIView):
         return Response(ModelSerializer(models_visible_to(Principal.of(request), selectors.model_list()), many=True).data)
 
     @extend_schema(
-        request={"multipart/form-data": ModelUploadSerializer},
-        responses={200: ModelSerializer, 400: OpenApiResponse(description="40001 wrong file type, 40002 too large")},
-        summary="Upload an IFC file; conversion is queued",
+        request={"multipart/form-data": ModelProjectUploadSerializer},
+        responses={200: ModelSerializer,
+                   400: OpenApiResponse(description="40001 wrong file type, unknown projectId, discipline too long or without projectId; 40002 too large"),
+                   403: OpenApiResponse(description="40300 the caller may not edit the project"),
+                   404: OpenApiResponse(description="40400 a project the caller may not see")},
+        summary="Upload an IFC file, optionally into a project (projectId, discipline); conversion is queued",
     )
     def post(self, request):
-        return Response(ModelSerializer(services.model_upload(uploaded_file=_file_part(request), by=Principal.of(request))).data)
+        uploaded = _file_part(request)
+        target = validated(ModelUploadTargetSerializer, request.data)
+        model = project_services.project_model_upload(uploaded_file=uploaded, project_id=target["projectId"], discipline=target["discipline"],
+                                                      by=Principal.of(request))
+        return Response(ModelSerializer(model).data)
 
 
 def _file_part(request):
@@ -160,3 +173,36 @@ class VersionMetadataView(APIView):
     @extend_schema(responses={(200, "application/json"): dict}, summary="A saved version's meta-model, once ready (Range supported, no envelope)")
     def get(self, request, model_id, version):
         return _version_output(request, model_id, version, METADATA_FILE, "application/json")
+
+
+class ProjectModelView(APIView):
+    parser_classes = [JSONParser]
+
+    @extend_schema(
+        request=ProjectModelPutSerializer,
+        responses={200: ProjectSerializer,
+                   400: OpenApiResponse(description="40001 discipline not a string or over 32 characters"),
+                   403: OpenApiResponse(description="40300 the caller does not own the model or may not edit the project"),
+                   404: OpenApiResponse(description="40400 unknown project or model"),
+                   409: OpenApiResponse(description="40900 the model is in another project")},
+        summary="Put an existing model into the project, or change its discipline there; answers the project",
+    )
+    def put(self, request, project_id, model_id):
+        data = validated(ProjectModelPutSerializer, json_object(request))
+        project = project_services.project_model_put(project_id=project_id, model_id=model_id, discipline=data.get("discipline"), by=Principal.of(request))
+        return Response(ProjectSerializer(project).data)
+
+    @extend_schema(
+        request=None,
+        responses={200: ProjectSerializer, 404: OpenApiResponse(description="40400 unknown project or model, or the model is not in the project")},
+        summary="Take a model out of the project (the model stays, back with its uploader); answers the project",
+    )
+    def delete(self, request, project_id, model_id):
+        return Response(ProjectSerializer(project_services.project_model_remove(project_id=project_id, model_id=model_id, by=Principal.of(request))).data)
+
+
+class ProjectFederationView(APIView):
+    @extend_schema(responses={200: FederationSerializer, 404: OpenApiResponse(description="40400 unknown project")},
+                   summary="Each IFC model of the project placed in the project frame by its georeference (4x4 column-major, metres)")
+    def get(self, request, project_id):
+        return Response(federation.project_federation(project_id))

@@ -38,6 +38,7 @@ import ifcopenshell.util.placement
 import ifcopenshell.util.unit
 import numpy as np
 
+GEOREFERENCE_FILE = "georeference.json"  # in the model's folder, written by the conversion with this module's answer
 MAP_CONVERSION = "map-conversion"
 EPSET_MAP_CONVERSION = "epset-map-conversion"
 SITE = "site"
@@ -62,10 +63,10 @@ def georeference(ifc: ifcopenshell.file | str | Path) -> dict:
     found = _map_conversion(ifc) or _epset_map_conversion(ifc)
     if found is None:
         source = SITE if ifc.by_type("IfcSite") else NONE
-        return {"source": source, "matrix": _column_major(np.eye(4)), "crs": None}
+        return {"source": source, "matrix": column_major(np.eye(4)), "crs": None}
     source, parameters, map_unit, crs = found
     matrix = helmert_matrix(parameters, project_unit=project_unit, map_unit=map_unit) @ np.linalg.inv(_wcs(ifc, project_unit))
-    return {"source": source, "matrix": _column_major(matrix), "crs": crs}
+    return {"source": source, "matrix": column_major(matrix), "crs": crs}
 
 
 def matrix_of(answer: dict) -> np.ndarray:
@@ -96,7 +97,8 @@ def _implausible(scales: np.ndarray) -> bool:
     return bool(np.any(scales > _PLAUSIBLE_SCALE) or np.any(scales < 1 / _PLAUSIBLE_SCALE))
 
 
-def _column_major(matrix: np.ndarray) -> list[float]:
+def column_major(matrix: np.ndarray) -> list[float]:
+    """A 4x4 matrix as the 16 numbers of the answers (column-major, as xeokit and BCF read them)."""
     return [float(value) for value in matrix.flatten(order="F")]
 
 
