@@ -26,8 +26,8 @@ Method
      distance; overlapping or touching pairs are reported with distance 0.
    - duplicate: same IFC class (kept in the clash geometry), boxes within the tolerance, and every vertex of each
      within the tolerance of a vertex of the other (a symmetric Hausdorff distance of the vertex sets).
-   The point (project frame): for an overlap, the centre of the two boxes' overlap; for a clearance, the middle of
-   the two closest points.
+   The point (project frame): for an overlap, the centre of the overlap of the two elements' boxes; for a
+   clearance, the centre of the box of the midpoints of all closest pairs of features (the middle of the gap).
 should_stop() is polled at least every POLL_SECONDS; on_progress(fraction) is called at most every
 PROGRESS_SECONDS. Only the two sides' models are held, and a bounded cache of element meshes in the project frame.
 """
@@ -55,6 +55,7 @@ PROGRESS_SECONDS = 0.5
 PLANE_EPS = 1e-5  # metres: a vertex this far outside a face's plane still counts as on it (float32 vertices)
 MIN_VOLUME = 1e-12  # m^3: less shared volume than this (and than tolerance^3) is touching, not overlapping
 DISTANCE_BLOCK = 1_000_000  # point-triangle or edge-edge combinations computed at a time
+SAME_DISTANCE = 1e-6  # metres: closest pairs this much farther than the closest still mark where the distance is
 
 
 @dataclass(frozen=True)
@@ -104,10 +105,11 @@ class _Shape:
     """One element in the project frame: points relative to its own origin (float64), triangles, the separating
     axis directions (unit face normals, unit edge directions) and whether it is convex."""
 
-    __slots__ = ("origin", "points", "faces", "normals", "edges", "convex", "solid")
+    __slots__ = ("origin", "points", "faces", "box", "normals", "edges", "convex", "solid")
 
     def __init__(self, origin: np.ndarray, points: np.ndarray, faces: np.ndarray):
         self.origin, self.points, self.faces = origin, points, faces.astype(np.int64)
+        self.box = np.r_[origin + points.min(axis=0), origin + points.max(axis=0)]  # exact, project frame
         corners = points[self.faces]
         normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
         lengths = np.linalg.norm(normals, axis=1)
@@ -407,30 +409,40 @@ def _pairwise(count_a: int, count_b: int):
         yield np.repeat(rows, count_b), np.tile(np.arange(count_b), len(rows))
 
 
-def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """The smallest distance between the two triangle meshes and the closest points (relative to first's origin),
-    when it is below reach; None otherwise."""
+def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, np.ndarray] | None:
+    """The smallest distance between the two triangle meshes and where it is (relative to first's origin): the
+    centre of the box of the midpoints of every closest pair of features (a face seen from a parallel face has a
+    whole patch of closest pairs: its middle, whichever vertex comes first), when it is below reach; None
+    otherwise."""
     offset = second.origin - first.origin
     one, two = first.points[first.faces], second.points[second.faces] + offset
     box_one, box_two = np.r_[first.points.min(axis=0), first.points.max(axis=0)], np.r_[two.reshape(-1, 3).min(axis=0), two.reshape(-1, 3).max(axis=0)]
     one, two = one[_near(one, box_two, reach)], two[_near(two, box_one, reach)]
     if not len(one) or not len(two):
         return None
-    best = (np.inf, None, None)
-    for points, triangles, flipped in ((np.unique(two.reshape(-1, 3), axis=0), one, True), (np.unique(one.reshape(-1, 3), axis=0), two, False)):
+    found = []  # (distances, midpoints) of each block's closest pairs
+    for points, triangles in ((np.unique(two.reshape(-1, 3), axis=0), one), (np.unique(one.reshape(-1, 3), axis=0), two)):
         for i, j in _pairwise(len(points), len(triangles)):
             distances, feet = _point_face_distances(points[i], triangles[j])
-            k = int(np.argmin(distances))
-            if distances[k] < best[0]:
-                best = (float(distances[k]), feet[k], points[i[k]]) if flipped else (float(distances[k]), points[i[k]], feet[k])
+            found.append(_closest(distances, (feet + points[i]) / 2))
     starts_one, ends_one = _edges(one)
     starts_two, ends_two = _edges(two)
     for i, j in _pairwise(len(starts_one), len(starts_two)):
         distances, x, y = _segment_distances(starts_one[i], ends_one[i], starts_two[j], ends_two[j])
-        k = int(np.argmin(distances))
-        if distances[k] < best[0]:
-            best = (float(distances[k]), x[k], y[k])
-    return best if best[0] < reach else None
+        found.append(_closest(distances, None, x, y))
+    smallest = min((distances.min() for distances, _ in found if len(distances)), default=np.inf)
+    if not smallest < reach:
+        return None
+    near = np.concatenate([middles[distances <= smallest + SAME_DISTANCE] for distances, middles in found if len(distances)])
+    return float(smallest), (near.min(axis=0) + near.max(axis=0)) / 2
+
+
+def _closest(distances: np.ndarray, middles: np.ndarray | None, x=None, y=None) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of a block within SAME_DISTANCE of its smallest distance: (distances, midpoints)."""
+    if not len(distances) or not np.isfinite(distances).any():
+        return np.zeros(0), np.zeros((0, 3))
+    kept = distances <= distances.min() + SAME_DISTANCE
+    return distances[kept], middles[kept] if middles is not None else (x[kept] + y[kept]) / 2
 
 
 def _hausdorff_within(first: np.ndarray, second: np.ndarray, tolerance: float) -> bool:
@@ -443,8 +455,9 @@ def _hausdorff_within(first: np.ndarray, second: np.ndarray, tolerance: float) -
 # --- the run -----------------------------------------------------------------------------------------------------
 
 
-def _box_centre(boxes: np.ndarray, i: int, j: int) -> tuple[float, float, float]:
-    low, high = np.maximum(boxes[i, :3], boxes[j, :3]), np.minimum(boxes[i, 3:], boxes[j, 3:])
+def _box_centre(first: np.ndarray, second: np.ndarray) -> tuple[float, float, float]:
+    """The centre of the overlap of two boxes (min x y z, max x y z)."""
+    low, high = np.maximum(first[:3], second[:3]), np.minimum(first[3:], second[3:])
     return tuple(float(v) for v in (low + high) / 2)
 
 
@@ -453,7 +466,7 @@ def _judge(elements: _Elements, i: int, j: int, kind: str, tolerance: float, dis
     if kind == "duplicate":
         if elements.type(i) != elements.type(j) or not _hausdorff_within(elements.vertices(i), elements.vertices(j), tolerance):
             return None
-        return _box_centre(elements.boxes, i, j), None, None
+        return _box_centre(elements.shape(i).box, elements.shape(j).box), None, None
     first, second = elements.shape(i), elements.shape(j)
     overlap = separation(first, second)
     if kind == "hard":
@@ -463,19 +476,18 @@ def _judge(elements: _Elements, i: int, j: int, kind: str, tolerance: float, dis
             volume = shared_volume(first, second)
             if volume is not None and volume <= max(tolerance ** 3, MIN_VOLUME):
                 return None
-        return _box_centre(elements.boxes, i, j), overlap, None
+        return _box_centre(first.box, second.box), overlap, None
     if -overlap >= distance:  # a separating gap already as wide as the distance
         return None
     if overlap > 0:  # touching or overlapping hulls: overlapping solids are 0 apart
         volume = None if first.convex and second.convex else shared_volume(first, second)
         if (first.convex and second.convex) or (volume is not None and volume > MIN_VOLUME):
-            return _box_centre(elements.boxes, i, j), None, 0.0
+            return _box_centre(first.box, second.box), None, 0.0
     closest = mesh_distance(first, second, distance)
     if closest is None:
         return None
-    gap, x, y = closest
-    middle = first.origin + (x + y) / 2
-    return tuple(float(v) for v in middle), None, gap
+    gap, where = closest
+    return tuple(float(v) for v in first.origin + where), None, gap
 
 
 def find_clashes(a: list[ElementSet], b: list[ElementSet] | None, *, kind: str, tolerance: float = 0.01,

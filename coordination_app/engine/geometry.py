@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import struct
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,27 +118,26 @@ def build_clash_geometry(ifc_path: Path | str, out_path: Path | str, on_progress
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     errors = tempfile.TemporaryFile("w+")  # a file, not a pipe: ifcopenshell's warnings can never block the child
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env, text=True)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, env=env)
     count = None
     try:
-        os.set_blocking(child.stdout.fileno(), False)
-        pending = ""
+        pending = b""
         while True:
             if should_stop():
                 raise Cancelled("the meshing was cancelled")
-            chunk = child.stdout.read()
+            ready, _, _ = select.select([child.stdout], [], [], POLL_SECONDS)
+            chunk = os.read(child.stdout.fileno(), 1 << 16) if ready else b""
             if chunk:
                 pending += chunk
-                *lines, pending = pending.split("\n")
+                *lines, pending = pending.split(b"\n")
                 for line in lines:
                     message = json.loads(line)
                     if "progress" in message:
                         on_progress(float(message["progress"]))
                     count = message.get("elements", count)
-            elif child.poll() is not None:
+            elif ready or child.poll() is not None:  # end of output
+                child.wait()
                 break
-            else:
-                time.sleep(POLL_SECONDS)
         if child.returncode != 0 or count is None:
             errors.seek(0)
             raise RuntimeError(f"meshing {ifc_path} failed: {errors.read()[-2000:]}")
