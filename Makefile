@@ -1,4 +1,4 @@
-# make run  : set everything up and start gateway, conversion workers, edit service and check worker under supervisord
+# make run  : set everything up and start gateway, conversion workers, edit service, check and clash workers under supervisord
 #            (foreground; a dead process is restarted; Ctrl-C stops all; docs/operations/supervisor.md)
 # make test : set everything up and run the whole test suite
 # make lint : the import contract (.importlinter) and the lint (ruff.toml); docs/development.md

@@ -8,6 +8,7 @@ from models_app.edit_client import call as edit_service_call
 from models_app.edit_client import version_ifc_download
 from models_app.revision_services import saved_versions, version_ifc_fetch, version_product_key
 from models_app.storage import (
+    CLASH_GEOMETRY_FILE,
     ELEMENT_BOUNDS_FILE,
     ELEMENT_VALUES_FILE,
     IFC_FILE,
@@ -18,6 +19,7 @@ from models_app.storage import (
 )
 
 __all__ = [
+    "CLASH_GEOMETRY_FILE",
     "ConversionLimits",
     "ELEMENT_BOUNDS_FILE",
     "ELEMENT_VALUES_FILE",

@@ -17,3 +17,7 @@ project_event = Signal()
 # A project is about to be deleted: apps stop what they run for it (the chat aborts the session's turn).
 # kwargs: project_id
 project_deleting = Signal()
+
+# A conversion made a model ready (an upload, a new revision, a save or a script run converted): apps that redo work
+# per model version hear it (coordination_app queues its automatic clash tests). kwargs: model_id
+model_ready = Signal()

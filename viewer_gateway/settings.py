@@ -127,7 +127,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 TASKS = {
     "default": {
         "BACKEND": "django_tasks_db.DatabaseBackend",
-        "QUEUES": ["conversions", "checks"],
+        "QUEUES": ["conversions", "checks", "clashes"],
     }
 }
 

@@ -3,5 +3,6 @@ holds one task for each. A leaf module: the kinds registry checks a kind's queue
 
 CONVERSION_QUEUE = "conversions"
 CHECK_QUEUE = "checks"
+CLASH_QUEUE = "clashes"
 
-QUEUES = (CONVERSION_QUEUE, CHECK_QUEUE)
+QUEUES = (CONVERSION_QUEUE, CHECK_QUEUE, CLASH_QUEUE)

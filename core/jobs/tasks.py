@@ -8,9 +8,9 @@ from django_tasks import task
 
 from core.jobs import lifecycle
 from core.jobs.kinds import JobKind, kind_of
-from core.jobs.queues import CHECK_QUEUE, CONVERSION_QUEUE, QUEUES
+from core.jobs.queues import CHECK_QUEUE, CLASH_QUEUE, CONVERSION_QUEUE, QUEUES
 
-__all__ = ["CHECK_QUEUE", "CONVERSION_QUEUE", "QUEUE_TASKS", "checks_job", "conversions_job", "enqueue", "waiting_args"]
+__all__ = ["CHECK_QUEUE", "CLASH_QUEUE", "CONVERSION_QUEUE", "QUEUE_TASKS", "checks_job", "clashes_job", "conversions_job", "enqueue", "waiting_args"]
 
 
 @task(queue_name=CONVERSION_QUEUE)
@@ -23,7 +23,12 @@ def checks_job(kind_name: str, *key) -> None:
     lifecycle.take(kind_name, *key)
 
 
-QUEUE_TASKS = {CONVERSION_QUEUE: conversions_job, CHECK_QUEUE: checks_job}
+@task(queue_name=CLASH_QUEUE)
+def clashes_job(kind_name: str, *key) -> None:
+    lifecycle.take(kind_name, *key)
+
+
+QUEUE_TASKS = {CONVERSION_QUEUE: conversions_job, CHECK_QUEUE: checks_job, CLASH_QUEUE: clashes_job}
 assert set(QUEUE_TASKS) == set(QUEUES), "every queue in core.jobs.queues needs its task here"
 
 

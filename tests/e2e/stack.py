@@ -127,6 +127,9 @@ class Stack:
     def start_check_worker(self, name: str = "checks0") -> subprocess.Popen:
         return self._spawn(name, "manage.py", "check_worker", "--interval", "0.2", "--recovery-interval", "1")
 
+    def start_clash_worker(self, name: str = "clashes0") -> subprocess.Popen:
+        return self._spawn(name, "manage.py", "clash_worker", "--interval", "0.2", "--recovery-interval", "1")
+
     def kill_workers(self, sig=signal.SIGKILL) -> None:
         for name in [name for name in self.processes if name.startswith("worker")]:
             self.kill(name, sig)

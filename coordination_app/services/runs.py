@@ -1,0 +1,224 @@
+"""Use cases of clash runs: request one (a user, the agent, or a model that became ready for an automatic test),
+cancel one, and the run itself inside a clash worker (core.jobs does the claim, heartbeat and recovery; kind
+"clash_run" on the queue "clashes").
+
+A run takes each model's clash geometry as its last conversion left it (clash-geometry.bin; a model converted
+before there was one, or a staged run, has its IFC meshed in the run's work folder), places it in the project frame
+(models_app.federation), selects set A's and set B's elements by class, finds the clashes (coordination_app.engine)
+and records them with their statuses (services.statuses), all in one transaction at the end: a cancelled or failed
+run leaves no clash written.
+
+    >>> run = run_request(test, trigger="agent", by="ana", staged=True)   # queued; a worker runs it
+    >>> run_cancel(run)                                                    # queued: cancelled at once
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from coordination_app.engine import elements, selection
+from coordination_app.engine.clashes import ElementSet, find_clashes
+from coordination_app.engine.errors import Cancelled
+from coordination_app.engine.geometry import build_clash_geometry
+from coordination_app.models import ClashRun, ClashTest
+from coordination_app.services.statuses import record_run
+from coordination_app.signals import run_finished
+from core import jobs
+from core.errors import ApplicationError, Conflict
+from models_app.federation import project_placements
+from models_app.models import IfcModel
+from models_app.public import CLASH_GEOMETRY_FILE, IFC_FILE, model_file
+from models_app.selectors import model_current_version, model_metadata, project_of_model
+
+logger = logging.getLogger(__name__)
+
+CLASH_RUN = "clash_run"  # the job kind (coordination_app.jobs)
+MAX_ATTEMPTS = 2
+STOP_POLL_SECONDS = 0.25  # how often a running run reads its row for a cancel (cancel stops it within a second)
+STAGED_VERSION = "staged"
+ERROR_TAIL_CHARS = 2048
+ACTIVE = (ClashRun.Status.QUEUED, ClashRun.Status.RUNNING)
+
+
+def runs_root() -> Path:
+    """Where runs mesh what they must mesh (a staged product, a model converted before clash geometry existed)."""
+    return Path(settings.DATA_DIR) / "clash-runs"
+
+
+def _models_checked(test: ClashTest, staged: bool) -> list[IfcModel]:
+    """The test's models, each still in the test's project and (unless staged) ready; 40900 otherwise."""
+    found = {model.id: model for model in IfcModel.objects.filter(pk__in=test.model_ids())}
+    checked = []
+    for model_id in test.model_ids():
+        model = found.get(model_id)
+        if model is None:
+            raise Conflict(f"model {model_id} of clash test {test.name} no longer exists: change the test")
+        if project_of_model(model_id) != test.project_id:
+            raise Conflict(f"model {model_id} of clash test {test.name} is no longer in project {test.project_id}: change the test")
+        if not staged and model.status != IfcModel.Status.READY:
+            raise Conflict(f"model {model_id} is {model.status}, not ready: run the test once it is ready")
+        checked.append(model)
+    return checked
+
+
+def _versions(models: list[IfcModel], staged: bool) -> list[dict]:
+    return [{"modelId": model.id, "version": STAGED_VERSION if staged else model_current_version(model.id)} for model in models]
+
+
+def run_request(test: ClashTest, *, trigger: str = ClashRun.Trigger.USER, by: str = "", staged: bool = False) -> ClashRun:
+    """Queues a run of the test over its models' current versions (staged: the working product of each model, which
+    changes no clash's status). 40900 when a model is not ready or left the project. The row and its task are
+    written together."""
+    models = _models_checked(test, staged)
+    with transaction.atomic():
+        run = ClashRun.objects.create(test=test, trigger=trigger, requested_by=by[:150], staged=staged, model_versions=_versions(models, staged))
+        jobs.enqueue(CLASH_RUN, run.id)  # same database, same transaction: both or neither
+    return run
+
+
+def run_cancel(run: ClashRun) -> ClashRun:
+    """A queued run is cancelled at once; a running one is asked to stop (its worker polls the row and stops within
+    a second); an ended run is answered as it is."""
+    cancelled_at_once = ClashRun.objects.filter(pk=run.pk, status=ClashRun.Status.QUEUED).update(
+        status=ClashRun.Status.CANCELLED, cancel_requested=True, finished_at=timezone.now(), progress_phase="", progress_percent=0)
+    if not cancelled_at_once:
+        ClashRun.objects.filter(pk=run.pk, status=ClashRun.Status.RUNNING).update(cancel_requested=True)
+    run.refresh_from_db()
+    return run
+
+
+def queue_automatic_runs(model_id: str) -> list[ClashRun]:
+    """The model became ready: every automatic test of its project that names it gets a run (trigger automatic),
+    unless one of that test is still queued (it will take the new version). A test that cannot run now (another of
+    its models is converting) is skipped: its run comes when that model is ready."""
+    project_id = project_of_model(model_id)
+    if project_id is None:
+        return []
+    queued = []
+    for test in ClashTest.objects.filter(project_id=project_id, automatic=True).order_by("name"):
+        if model_id not in test.model_ids() or test.runs.filter(status=ClashRun.Status.QUEUED, staged=False).exists():
+            continue
+        try:
+            queued.append(run_request(test, trigger=ClashRun.Trigger.AUTOMATIC, by="automatic"))
+        except Conflict as exc:
+            logger.info("automatic run of clash test %s skipped: %s", test, exc)
+    return queued
+
+
+# --- the run (inside a clash worker) ---------------------------------------------------------------------------
+
+
+def _stop_poll(run: ClashRun):
+    """should_stop for the engine: True once a cancel was asked or the run's row is gone (its test deleted)."""
+    last = 0.0
+
+    def should_stop() -> bool:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < STOP_POLL_SECONDS:
+            return False
+        last = now
+        return not ClashRun.objects.filter(pk=run.pk, cancel_requested=False).exists()
+
+    return should_stop
+
+
+def _geometry_path(model_id: str, staged: bool, work_dir: Path, on_progress, should_stop) -> Path:
+    """The model's clash geometry: its conversion's file, else the model.ifc meshed into the work folder now."""
+    converted = model_file(model_id, CLASH_GEOMETRY_FILE)
+    if not staged and converted.is_file():
+        return converted
+    work_dir.mkdir(parents=True, exist_ok=True)
+    target = work_dir / f"{model_id}.bin"
+    build_clash_geometry(model_file(model_id, IFC_FILE), target, on_progress, should_stop=should_stop)
+    return target
+
+
+def _element_sets(side: dict | None, placements: dict, paths: dict, facts: dict, schemas: dict) -> list | None:
+    if side is None:
+        return None
+    sets = []
+    for model_id in side["models"]:
+        types = {guid: fact["type"] for guid, fact in facts[model_id].items()}
+        filtered = side.get("classes") is not None or bool(side.get("exclude"))
+        guids = selection.select(types, schemas[model_id], side.get("classes"), side.get("exclude") or None) if filtered else None
+        sets.append(ElementSet(model_id=model_id, geometry_path=paths[model_id], matrix=placements[model_id], guids=guids))
+    return sets
+
+
+def _announce(run: ClashRun, staged: bool) -> None:
+    """run_finished to the apps that act on results (issues); their failure is logged, never the run's."""
+    for receiver, outcome in run_finished.send_robust(sender=ClashRun, run_id=run.id, staged=staged):
+        if isinstance(outcome, Exception):
+            logger.error("run_finished receiver %s failed for %s: %r", receiver, run.id, outcome)
+
+
+def _fail(run: ClashRun, message: str) -> None:
+    jobs.finish(CLASH_RUN, run, status=ClashRun.Status.FAILED, error=message[-ERROR_TAIL_CHARS:], progress_phase="", progress_percent=0)
+
+
+def run_claimed(run: ClashRun) -> None:
+    """The clash run job's run: loads, places and selects the elements, finds the clashes, records them."""
+    on_progress = jobs.progress_writer(CLASH_RUN, run)
+    work_dir = runs_root() / run.id
+    try:
+        if run.cancel_requested:
+            jobs.finish(CLASH_RUN, run, status=ClashRun.Status.CANCELLED, progress_phase="", progress_percent=0)
+            return
+        test = run.test
+        staged = run.staged
+        models = _models_checked(test, staged)
+        versions = _versions(models, staged)
+        ClashRun.objects.filter(pk=run.pk).update(model_versions=versions)
+        on_progress("loading", 1)
+        placements = project_placements(test.project_id)
+        should_stop = _stop_poll(run)
+        facts, schemas, paths = {}, {}, {}
+        for index, model in enumerate(models):
+            metadata = model_metadata(model.id)
+            facts[model.id] = elements.facts(metadata)
+            schemas[model.id] = metadata.get("schema") or "IFC4"
+            paths[model.id] = _geometry_path(model.id, staged, work_dir, lambda fraction, index=index: on_progress(
+                "meshing", 1 + int(9 * (index + fraction) / len(models))), should_stop)
+        found = find_clashes(
+            _element_sets(test.a, placements, paths, facts, schemas), _element_sets(test.b, placements, paths, facts, schemas),
+            kind=test.kind, tolerance=test.tolerance, distance=test.distance,
+            on_progress=lambda fraction: on_progress("clashing", 10 + int(85 * fraction)), should_stop=should_stop,
+        )
+        if should_stop() or not ClashRun.objects.filter(pk=run.pk, cancel_requested=False).exists():
+            raise Cancelled("cancelled")
+        on_progress("statuses", 96)
+        with transaction.atomic():  # the clashes and the run's end together: a run another worker took records nothing
+            summary = record_run(run, found, facts)
+            if jobs.finish(CLASH_RUN, run, status=ClashRun.Status.DONE, summary=summary, error="", progress_phase="done", progress_percent=100):
+                transaction.on_commit(lambda: _announce(run, staged))
+            else:
+                transaction.set_rollback(True)
+    except Cancelled:
+        jobs.finish(CLASH_RUN, run, status=ClashRun.Status.CANCELLED, progress_phase="", progress_percent=0)
+    except ApplicationError as exc:
+        _fail(run, exc.message)
+    except Exception as exc:  # noqa: BLE001 - a run that cannot go on ends failed, saying why, instead of hanging running
+        logger.exception("clash run %s failed", run.id)
+        _fail(run, f"the clash run could not finish: {type(exc).__name__}: {exc}")
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    logger.info("clash run %s of %s finished", run.id, run.test_id)
+
+
+def run_leftovers(run: ClashRun) -> list[Path]:
+    return [runs_root() / run.id]
+
+
+def clash_run_now(run_id: str) -> None:
+    """Runs this run here and now if it is queued (tests, the admin); a worker does the same through its task."""
+    run = jobs.claim(CLASH_RUN, ClashRun.objects.filter(pk=run_id))
+    if run is not None:
+        jobs.run(CLASH_RUN, run)
