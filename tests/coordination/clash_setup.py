@@ -12,7 +12,6 @@ are the real ones (coordination_app.services.runs: request, then run here as a c
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from models_app import project_services
 from models_app.conversion.clash_geometry import ClashGeometryWriter
 from models_app.models import IfcModel, Project
 from models_app.public import model_dir
+from tests.coordination.clash_helpers import box, write_boxes_ifc
 
 B1, B2 = "0Beam00000000000000001", "0Beam00000000000000002"
 D1, D2 = "0Duct00000000000000001", "0Duct00000000000000002"
@@ -33,9 +33,9 @@ DUCT_D1_LOWERED = (2, -1, 1.0, 2.4, 6, 1.3)
 DUCT_D2 = (8, -1, 3.1, 8.4, 1, 3.4)
 
 
-def box_mesh(box) -> tuple[np.ndarray, np.ndarray]:
+def box_mesh(corners) -> tuple[np.ndarray, np.ndarray]:
     """The 8 corners and 12 triangles (outward) of an axis-aligned box (min x y z, max x y z)."""
-    x0, y0, z0, x1, y1, z1 = box
+    x0, y0, z0, x1, y1, z1 = corners
     vertices = np.array([[x, y, z] for z in (z0, z1) for y in (y0, y1) for x in (x0, x1)], dtype=float)
     faces = np.array([
         [0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4],
@@ -55,11 +55,13 @@ def write_model_files(model: IfcModel, elements: dict[str, tuple[str, str, tuple
     (folder / "metadata.json").write_text(json.dumps({"schema": "IFC4", "metaObjects": objects}))
     with open(folder / "clash-geometry.bin", "wb") as handle:
         writer = ClashGeometryWriter(handle)
-        for guid, (kind, _, box) in elements.items():
-            writer.element(guid, kind, *box_mesh(box))
+        for guid, (kind, _, corners) in elements.items():
+            writer.element(guid, kind, *box_mesh(corners))
         writer.end()
-    (folder / "element-bounds.json").write_text(json.dumps({guid: list(map(float, box)) for guid, (_, _, box) in elements.items()}))
-    write_boxes_ifc(folder / "model.ifc", elements, storey=storey)
+    (folder / "element-bounds.json").write_text(json.dumps({guid: list(map(float, corners)) for guid, (_, _, corners) in elements.items()}))
+    boxes = {guid: box(kind, name, tuple(corners[:3]), tuple(high - low for low, high in zip(corners[:3], corners[3:])))
+             for guid, (kind, name, corners) in elements.items()}
+    write_boxes_ifc(folder / "model.ifc", boxes, storey=storey)
 
 
 def ducts(d1_box=DUCT_D1_CROSSING) -> dict:
@@ -93,44 +95,3 @@ def run_test(test: ClashTest, *, staged: bool = False) -> ClashRun:
     assert run.status == ClashRun.Status.DONE, (run.status, run.error)
     return run
 
-
-def model_file_path(model: IfcModel, name: str) -> Path:
-    return model_dir(model.id) / name
-
-
-def write_boxes_ifc(path: Path, elements: dict[str, tuple[str, str, tuple]], *, storey: str = "Level 1") -> Path:
-    """An IFC4 model (metres) with one storey holding the elements, each an extruded box with its fixed GlobalId."""
-    import ifcopenshell
-    import ifcopenshell.api.aggregate
-    import ifcopenshell.api.context
-    import ifcopenshell.api.geometry
-    import ifcopenshell.api.root
-    import ifcopenshell.api.spatial
-    import ifcopenshell.api.unit
-
-    ifc = ifcopenshell.file(schema="IFC4")
-    project = ifcopenshell.api.root.create_entity(ifc, ifc_class="IfcProject", name="Boxes")
-    ifcopenshell.api.unit.assign_unit(ifc, length={"is_metric": True, "raw": "METERS"})
-    model = ifcopenshell.api.context.add_context(ifc, context_type="Model")
-    body = ifcopenshell.api.context.add_context(ifc, context_type="Model", context_identifier="Body", target_view="MODEL_VIEW", parent=model)
-    site = ifcopenshell.api.root.create_entity(ifc, ifc_class="IfcSite", name="Site")
-    building = ifcopenshell.api.root.create_entity(ifc, ifc_class="IfcBuilding", name="Building")
-    level = ifcopenshell.api.root.create_entity(ifc, ifc_class="IfcBuildingStorey", name=storey)
-    level.GlobalId = STOREY
-    ifcopenshell.api.aggregate.assign_object(ifc, products=[site], relating_object=project)
-    ifcopenshell.api.aggregate.assign_object(ifc, products=[building], relating_object=site)
-    ifcopenshell.api.aggregate.assign_object(ifc, products=[level], relating_object=building)
-    for guid, (kind, name, (x0, y0, z0, x1, y1, z1)) in elements.items():
-        element = ifcopenshell.api.root.create_entity(ifc, ifc_class=kind, name=name)
-        element.GlobalId = guid
-        matrix = np.eye(4)
-        matrix[:3, 3] = (x0, y0, z0)
-        ifcopenshell.api.geometry.edit_object_placement(ifc, product=element, matrix=matrix)
-        centre = ifc.createIfcAxis2Placement2D(ifc.createIfcCartesianPoint(((x1 - x0) / 2, (y1 - y0) / 2)))
-        profile = ifc.createIfcRectangleProfileDef("AREA", None, centre, float(x1 - x0), float(y1 - y0))
-        solid = ifc.createIfcExtrudedAreaSolid(profile, ifc.createIfcAxis2Placement3D(ifc.createIfcCartesianPoint((0.0, 0.0, 0.0))),
-                                               ifc.createIfcDirection((0.0, 0.0, 1.0)), float(z1 - z0))
-        ifcopenshell.api.geometry.assign_representation(ifc, product=element, representation=ifc.createIfcShapeRepresentation(body, "Body", "SweptSolid", [solid]))
-        ifcopenshell.api.spatial.assign_container(ifc, products=[element], relating_structure=level)
-    ifc.write(str(path))
-    return path

@@ -138,7 +138,8 @@ def test_an_issue_is_resolved_by_the_run_that_lets_its_clashes_go_and_reopened_w
 def test_a_staged_run_resolves_nothing(api, fed):
     pin(api, fed, run_test(fed["test"]))
     move_duct(fed["services"], DUCT_D1_LOWERED)
-    staged = run_test(fed["test"], staged=True)
+    staged = run_test(fed["test"], staged=True)  # each model.ifc meshed: D1 lowered there too
+    assert (staged.summary["resolved"], staged.summary["total"]) == (2, 1)
     assert not Issue.objects.filter(status="resolved").exists() and not Comment.objects.exists()
     response = api.post(f"{runs_url(fed, staged.id)}/issues", {}, format="json")
     assert (response.status_code, response.json()["code"]) == (409, 40900)
