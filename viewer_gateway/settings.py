@@ -58,6 +58,8 @@ INSTALLED_APPS = [
     "plans_app",
     "checks_app",
     "coordination_app",
+    "oauth2_provider",
+    "bcfapi_app",
     "viewer_gateway",  # label "gateway": the configuration checks, run_gateway
 ]
 

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSpli
 from accounts_app import audit_urls
 from accounts_app import urls as accounts_urls
 from accounts_app.pages import urls as account_page_urls
+from bcfapi_app import urls as bcfapi_urls
 from chat_app import urls as chat_urls
 from viewer_gateway.account_views import CapabilitiesView
 from checks_app import urls as checks_urls
@@ -42,5 +43,6 @@ urlpatterns = [
     path("v1/", include(models_urls.static_urlpatterns + issues_urls.static_urlpatterns)),
     path("admin/", admin.site.urls),
     path("oidc/", include("mozilla_django_oidc.urls")),
+    *bcfapi_urls.urlpatterns,  # foundation/... and bcf/3.0/...: BCF clients are given the site root as base URL
     *account_page_urls.page_urlpatterns,
 ]
