@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from chat_app.agent import (  # noqa: F401 - imported for their tool declarations
     check_tools,
+    clash_tools,
     delegate_tools,
     element_tools,
     plan_tools,

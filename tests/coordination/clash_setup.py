@@ -44,6 +44,12 @@ def box_mesh(corners) -> tuple[np.ndarray, np.ndarray]:
     return vertices, faces
 
 
+def boxes_of(elements: dict[str, tuple[str, str, tuple]]) -> dict[str, dict]:
+    """The elements as clash_helpers.box() specs (corner and size), for write_boxes_ifc."""
+    return {guid: box(kind, name, tuple(corners[:3]), tuple(high - low for low, high in zip(corners[:3], corners[3:])))
+            for guid, (kind, name, corners) in elements.items()}
+
+
 def write_model_files(model: IfcModel, elements: dict[str, tuple[str, str, tuple]], *, storey: str = "Level 1") -> None:
     """model.ifc, and what its conversion would leave: metadata.json (project, storey, elements), clash-geometry.bin
     and element-bounds.json."""
@@ -59,9 +65,7 @@ def write_model_files(model: IfcModel, elements: dict[str, tuple[str, str, tuple
             writer.element(guid, kind, *box_mesh(corners))
         writer.end()
     (folder / "element-bounds.json").write_text(json.dumps({guid: list(map(float, corners)) for guid, (_, _, corners) in elements.items()}))
-    boxes = {guid: box(kind, name, tuple(corners[:3]), tuple(high - low for low, high in zip(corners[:3], corners[3:])))
-             for guid, (kind, name, corners) in elements.items()}
-    write_boxes_ifc(folder / "model.ifc", boxes, storey=storey)
+    write_boxes_ifc(folder / "model.ifc", boxes_of(elements), storey=storey)
 
 
 def ducts(d1_box=DUCT_D1_CROSSING) -> dict:
