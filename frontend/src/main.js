@@ -1,7 +1,9 @@
 // The web client: model list, 3D view with its navigator and tools, properties with overrides, issues, and the
-// panels loaded on first use (script editor, diffs, IDS checks, chat).
+// panels loaded on first use (script editor, diffs, IDS checks, chat, coordination). A project opens federated
+// (#project=p_...): its ready models in one view, each placed by the server's model -> project matrix; the model of
+// the last picked element is then the open model (its properties, overrides, issues, rights).
 import { Account } from "./account.js";
-import { Api } from "./api.js";
+import { Api, ApiError } from "./api.js";
 import { LANGUAGES, language, onLanguageChange, setLanguage, t, translateStatic } from "./i18n.js";
 import { IssuesPanel } from "./issues.js";
 import { ModelList } from "./models.js";
@@ -27,13 +29,16 @@ const LAZY_PANELS = {
   diff: () => import("./diff.js").then((module) => module.DiffPanel),
   checks: () => import("./checks.js").then((module) => module.ChecksPanel),
   chat: () => import("./chat.js").then((module) => module.ChatPanel),
+  coordination: () => import("./coordination.js").then((module) => module.CoordinationPanel),
 };
+const FOLLOWING_PANELS = ["script", "diff", "checks", "coordination"]; // loaded panels that follow the open model
 
 class App {
   constructor() {
     this.api = new Api(askToken, () => this.account.signIn());
     this.account = new Account(this);
     this.model = null;
+    this.federation = null; // {projectId, title, models: [{modelId, discipline, version, status, matrix, name}]}
     this.picked = null;
     this.onScreen = null; // {modelId, version, scripted, stale}: what the 3D view shows
     this.panels = {}; // name -> Promise of the panel
@@ -99,17 +104,31 @@ class App {
     if (!(await this.openHashModel(early))) this.view3d.unload();
   }
 
-  // a share link of a whole project opens the web client at #project=p_...: its first ready model (the list holds
-  // only what the link shows)
+  hashProjectId() {
+    const match = /project=(p_[0-9a-f]+)/.exec(window.location.hash);
+    return match ? match[1] : null;
+  }
+
+  // #project=p_... (a project's link, a share link of a whole project) opens the project's models federated; where
+  // the server places none (no ready model, no federation route) its first ready model in the list opens instead
   openProjectFromHash() {
-    if (!/project=p_[0-9a-f]+/.test(window.location.hash)) return false;
-    const first = this.models.models.find((m) => m.status === "ready");
-    if (first) this.openModel(first.id);
+    const projectId = this.hashProjectId();
+    if (!projectId) return false;
+    this.openFederation(projectId).then((opened) => {
+      const first = this.models.models.find((m) => m.status === "ready");
+      if (!opened && first) this.openModel(first.id);
+    });
     return true;
   }
 
-  // another model's id put in the address of the open page (edited by hand, a link followed) opens that model
+  // another model's id put in the address of the open page (edited by hand, a link followed) opens that model;
+  // another project's id opens that project federated
   async followHash() {
+    const projectId = this.hashProjectId();
+    if (projectId && !this.hashModelId()) {
+      if (!this.federation || this.federation.projectId !== projectId) await this.openFederation(projectId);
+      return;
+    }
     const id = this.hashModelId();
     if (!id || (this.model && this.model.id === id)) return;
     if (!this.models.models.some((m) => m.id === id)) await this.models.refresh();
@@ -136,7 +155,8 @@ class App {
     if (name === "chat" && this.model && !this.panels.chat) await (await this.panel("chat")).open(this.model);
     if (!this.tabShown(name)) return; // another tab was chosen meanwhile
     for (const section of document.querySelectorAll(".tab")) section.hidden = section.id !== `tab-${name}`;
-    if (name in LAZY_PANELS && name !== "chat" && this.model && !this.panels[name]) await (await this.panel(name)).load();
+    // the coordination tab also shows with no model open (a project's link before its models are ready)
+    if (name in LAZY_PANELS && name !== "chat" && (this.model || name === "coordination") && !this.panels[name]) await (await this.panel(name)).load();
   }
 
   tabShown(name) {
@@ -176,6 +196,7 @@ class App {
 
   async openModel(modelId, loading = null) {
     const model = this.models.models.find((m) => m.id === modelId);
+    this.federation = null;
     this.model = model;
     window.location.hash = `model=${model.id}`;
     await this.account.modelOpened(model.id); // before the panels draw: their controls follow what this user may do
@@ -183,11 +204,68 @@ class App {
     document.getElementById("model-title").textContent = model.name;
     this.models.render();
     await this.loadGeometry(model, loading);
+    await this.modelPanels(model);
+  }
+
+  // the panels of the open model: overrides, issues, the chat, and the loaded panels that follow it
+  async modelPanels(model) {
     await this.properties.loadOverrides();
     const loads = [this.issues.load()];
     if (this.panels.chat || this.tabShown("chat")) loads.push(this.panel("chat").then((chat) => chat.open(model)));
-    for (const name of ["script", "diff", "checks"]) if (this.panels[name]) loads.push(this.panels[name].then((panel) => panel.load()));
+    for (const name of FOLLOWING_PANELS) if (this.panels[name]) loads.push(this.panels[name].then((panel) => panel.load()));
     await Promise.all(loads);
+  }
+
+  // A project's ready models in one 3D view (GET projects/{pid}/federation: each model's matrix to the project
+  // frame). The first ready model is the open one until an element of another is picked. False when the server
+  // places none (no route, no ready model, no right to view), with nothing changed.
+  async openFederation(projectId) {
+    let federation;
+    try {
+      federation = await this.api.get(`/projects/${projectId}/federation`);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 404)) toast(t("The project could not be opened: {error}", { error: errorText(error) }), "error");
+      return false;
+    }
+    const ready = federation.models.filter((m) => m.status === "ready");
+    if (!ready.length) return false;
+    if (!ready.every((m) => this.models.models.some((known) => known.id === m.modelId))) await this.models.refresh();
+    const listed = (id) => this.models.models.find((m) => m.id === id);
+    const models = federation.models.map((m) => ({ ...m, name: (listed(m.modelId) || {}).name || m.modelId }));
+    const project = await this.api.get(`/chat/projects/${projectId}`).catch(() => null);
+    this.closeModel();
+    this.federation = { projectId, title: (project && project.title) || projectId, models };
+    window.location.hash = `project=${projectId}`;
+    const first = models.find((m) => m.status === "ready");
+    this.model = listed(first.modelId) || { id: first.modelId, name: first.name, status: "ready", format: "ifc" };
+    await this.account.modelOpened(this.model.id);
+    document.getElementById("model-title").textContent = this.federation.title;
+    this.models.render();
+    this.setState(t("Loading…"), "loading");
+    this.drawing.show(false);
+    for (const id of ["view3d", "navcube", "view-toolbar", "navigator"]) document.getElementById(id).hidden = false;
+    try {
+      const entries = models.filter((m) => m.status === "ready").map((m) => ({ ...m, label: [m.discipline, m.name].filter(Boolean).join(" · ") }));
+      const failed = await this.view3d.loadFederation(entries);
+      for (const { modelId, error } of failed) toast(t("The model {name} could not be loaded: {error}", { name: (listed(modelId) || {}).name || modelId, error }), "error");
+      this.setState("");
+    } catch (error) {
+      this.setState(t("The model could not be loaded: {error}", { error: errorText(error) }), "error");
+    }
+    await this.modelPanels(this.model);
+    return true;
+  }
+
+  // in the federated view, a picked element's model becomes the open model (its overrides, issues and rights)
+  async followPickedModel(meta) {
+    if (!this.federation || !meta) return;
+    const modelId = this.view3d.modelOf(meta.id);
+    if (!modelId || modelId === this.model.id) return;
+    const entry = this.federation.models.find((m) => m.modelId === modelId);
+    this.model = this.models.models.find((m) => m.id === modelId) || { id: modelId, name: entry ? entry.name : modelId, status: "ready", format: "ifc" };
+    await this.account.modelOpened(modelId);
+    this.models.render();
+    await this.modelPanels(this.model);
   }
 
   async openProject(project) {
@@ -201,6 +279,7 @@ class App {
 
   closeModel() {
     this.model = null;
+    this.federation = null;
     this.account.modelClosed();
     if (this.hashModelId()) window.history.replaceState(null, "", window.location.pathname + window.location.search);
     this.onScreen = null;
@@ -245,6 +324,7 @@ class App {
     this.properties.show(meta);
     this.issues.pickedChanged(meta);
     if (meta && this.view === this.view3d) this.navigator.revealPicked(meta.id);
+    if (this.federation) this.followPickedModel(meta);
   }
 
   markStale() {

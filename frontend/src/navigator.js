@@ -1,7 +1,8 @@
 // The object tree: xeokit's TreeViewPlugin by containment (site, building, storeys, spaces, elements), by IFC class
 // and by storey, with its visibility checkboxes; a search by name, IFC class or GlobalId that reveals the node
 // (TreeViewPlugin.showNode); right-click on a node for the same menu as in the 3D view, on the node's subtree.
-// A tree is built the first time its tab is shown.
+// A tree is built the first time its tab is shown. A federated view's tree has one root per model, named by its
+// discipline and name.
 import { ContextMenu, TreeViewPlugin } from "@xeokit/xeokit-sdk";
 import { t } from "./i18n.js";
 import { h, replace, setText } from "./ui.js";
@@ -20,6 +21,7 @@ export class Navigator {
     this.trees = new Map(); // hierarchy -> TreeViewPlugin
     this.current = "containment";
     this.modelId = null;
+    this.models = []; // [{id, label}]: the models on screen, each a root of the tree
     this.tabs = h("div", { class: "tree-tabs", role: "tablist" },
       HIERARCHIES.map((hierarchy) => h("button", { type: "button", role: "tab", i18n: hierarchy.label, dataset: { hierarchy: hierarchy.id, testid: `tree-tab-${hierarchy.id}` },
         onClick: () => this.showHierarchy(hierarchy.id) })));
@@ -30,16 +32,17 @@ export class Navigator {
     replace(root, this.tabs, this.search, this.results, [...this.containers.values()]);
     this.menu = new ContextMenu({ items: view.objectMenuItems(), enabled: true });
     view.on((event) => {
-      if (event.type === "loaded") this.modelLoaded(event.modelId);
+      if (event.type === "loaded") this.modelLoaded(event.modelId, event.models);
       else if (event.type === "unloaded") this.modelId = null;
     });
   }
 
-  modelLoaded(modelId) {
+  modelLoaded(modelId, models = null) {
     for (const tree of this.trees.values()) tree.destroy();
     this.trees.clear();
     for (const container of this.containers.values()) container.replaceChildren();
     this.modelId = modelId;
+    this.models = models || [{ id: modelId, label: null }];
     this.search.value = "";
     this.find("");
     // built after the first frame is drawn, so the model shows before the tree of a large model is made
@@ -63,7 +66,7 @@ export class Navigator {
       containerElement: this.containers.get(id), hierarchy: id, autoAddModels: false, autoExpandDepth: hierarchy.autoExpandDepth,
       sortNodes: true, pruneEmptyNodes: true,
     });
-    tree.addModel(this.modelId);
+    for (const model of this.models) tree.addModel(model.id, model.label ? { rootName: model.label } : {});
     tree.on("nodeTitleClicked", ({ treeViewNode }) => {
       this.clicking = true; // the node is in view already: the tree keeps its expanded nodes
       try {

@@ -5,9 +5,12 @@
 // BCF viewpoints (BCFViewpointsPlugin: the view saved as and restored from a BCF-API 3.0 viewpoint), and the colours
 // of a version diff with the unchanged elements ghosted, its removed elements drawn from the base version's geometry
 // (a second model of the same loader) when the current one lacks them.
+// A project's models can be shown together (federated): each its own model of the same loader, placed by its
+// model -> project matrix; entity ids stay GlobalIds (unique across models), and each entity knows its model.
 import {
-  BCFViewpointsPlugin, ContextMenu, DistanceMeasurementsMouseControl, DistanceMeasurementsPlugin, NavCubePlugin, PointerLens,
-  SectionPlanesPlugin, StoreyViewsPlugin, Viewer, XKTDefaultDataSource, XKTLoaderPlugin, math,
+  BCFViewpointsPlugin, ContextMenu, DirLight, DistanceMeasurementsMouseControl, DistanceMeasurementsPlugin, NavCubePlugin, PointerLens,
+  Mesh, PhongMaterial, ReadableGeometry, SectionPlanesPlugin, StoreyViewsPlugin, Viewer, XKTDefaultDataSource, XKTLoaderPlugin,
+  buildSphereGeometry, math,
 } from "@xeokit/xeokit-sdk";
 import { t } from "./i18n.js";
 import { toast } from "./ui.js";
@@ -18,6 +21,39 @@ const IFC_GUID = /^[0-9A-Za-z_$]{22}$/;
 // BCF: a clipping plane's direction points into the half-space that is cut away; xeokit's renderer cuts away the
 // half-space behind a SectionPlane's dir, so directions are reversed both ways (buildingSMART/BCF-XML issue 193)
 const CLIPPING_REVERSED = true;
+
+// the two elements of a clash: set A's and set B's colour
+export const CLASH_COLOURS = { a: [0.85, 0.2, 0.15], b: [0.15, 0.45, 0.9] };
+const CLASH_POINT_COLOUR = [1.0, 0.85, 0.0];
+// the directional lights while a turned model is on screen: in view space (see useViewSpaceLights)
+const VIEW_SPACE_LIGHTS = [
+  { dir: [0.6, -0.5, -0.6], color: [0.67, 0.67, 1.0], intensity: 0.5 },
+  { dir: [0.3, -0.9, -0.3], color: [1, 1, 0.9], intensity: 0.5 },
+];
+
+// The conversion turned IFC's Z-up (x, y, z) into the XKT's Y-up (x, z, -y): C = rows (1 0 0), (0 0 1), (0 -1 0).
+export function yUpPoint([x, y, z]) {
+  return [x, z, -y];
+}
+
+// A model -> project matrix of the API (column-major, Z-up) as xeokit's (column-major, Y-up): C M C⁻¹, C⁻¹ = Cᵀ
+export function yUpMatrix(matrix) {
+  const C = [[1, 0, 0, 0], [0, 0, 1, 0], [0, -1, 0, 0], [0, 0, 0, 1]];
+  const at = (row, column) => matrix[column * 4 + row];
+  const out = new Array(16).fill(0);
+  for (let r = 0; r < 4; r += 1) for (let c = 0; c < 4; c += 1) {
+    let sum = 0;
+    for (let i = 0; i < 4; i += 1) for (let j = 0; j < 4; j += 1) sum += C[r][i] * at(i, j) * C[c][j];
+    out[c * 4 + r] = sum;
+  }
+  return out;
+}
+
+// a matrix that only moves (no turn, no scale)
+function isTranslation(matrix) {
+  const identity = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0];
+  return identity.every((value, index) => Math.abs(matrix[index] - value) < 1e-9);
+}
 
 function editableTarget(target) {
   return target && (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.closest(".cm-editor"));
@@ -35,6 +71,8 @@ export class ModelView {
     this.loader = new XKTLoaderPlugin(this.viewer, { dataSource: new XKTDefaultDataSource({ cacheBuster: false }) });
     this.navCubeCanvasId = navCubeCanvasId;
     this.model = null;
+    this.federated = null; // a project's models shown together: Map modelId -> SceneModel (this.model is the first)
+    this.clashMarks = null; // the point of the clash shown, and the objects it coloured
     this.versionModel = null; // elements of a saved version shown beside the model (a diff's removed elements)
     this.picked = null;
     this.mode = "select";
@@ -121,7 +159,131 @@ export class ModelView {
     });
   }
 
+  // A project's ready models in one view, each placed by its model -> project matrix (the federation's entries:
+  // {modelId, matrix, label}). Resolves with the entries that failed to load ({modelId, error}); the others show.
+  async loadFederation(entries) {
+    this.unload();
+    const models = new Map();
+    this.federated = models;
+    const loads = entries.map((entry) => new Promise((resolve) => {
+      // as position, quaternion and scale: xeokit 2.6's SceneModel ignores a `matrix` given at construction
+      const [position, quaternion, scale] = [math.vec3(), math.vec4(), math.vec3()];
+      math.decomposeMat4(yUpMatrix(entry.matrix), position, quaternion, scale);
+      const model = this.loader.load({
+        id: entry.modelId, src: `/v1/models/${entry.modelId}/model.xkt`, metaModelSrc: `/v1/models/${entry.modelId}/metadata.json`,
+        edges: true, position: Array.from(position), quaternion: Array.from(quaternion), scale: Array.from(scale),
+      });
+      models.set(entry.modelId, model);
+      model.on("loaded", () => resolve(null));
+      model.on("error", (message) => resolve({ modelId: entry.modelId, error: String(message) }));
+    }));
+    this.model = models.values().next().value || null;
+    this.useViewSpaceLights(entries.some((entry) => !isTranslation(yUpMatrix(entry.matrix))));
+    const failed = (await Promise.all(loads)).filter(Boolean);
+    if (this.federated !== models) return failed; // unloaded or replaced meanwhile
+    for (const { modelId } of failed) { models.get(modelId).destroy(); models.delete(modelId); }
+    this.model = models.values().next().value || null;
+    if (!this.model) throw new Error(failed.map((f) => f.error).join("; ") || "no model");
+    performance.mark("viewer:model-loaded");
+    Object.assign(this.viewer.camera, { eye: [1, 0.8, 1], look: [0, 0, 0], up: [0, 1, 0], projection: "perspective" });
+    this.viewer.cameraFlight.jumpTo({ aabb: this.viewer.scene.getAABB(), fit: true });
+    const shown = entries.filter((entry) => models.has(entry.modelId)).map((entry) => ({ id: entry.modelId, label: entry.label }));
+    this.emit({ type: "loaded", modelId: this.model.id, models: shown });
+    return failed;
+  }
+
+  // xeokit 2.6 turns a world-space light by the matrix of the model it lights (a layer's view matrix holds the
+  // model's rotation), so a turned model would be lit from elsewhere than its neighbours and the same face shaded
+  // differently in two models. While a turned model is on screen, the directional lights are view-space ones (they
+  // go with the camera, and light every model alike); the scene's own world-space lights come back after.
+  useViewSpaceLights(on) {
+    const scene = this.viewer.scene;
+    if (Boolean(this.worldLights) === on) return;
+    const directional = Object.values(scene.lights).filter((light) => light.type === "dir");
+    if (on) this.worldLights = directional.map((light) => ({ dir: Array.from(light.dir), color: Array.from(light.color), intensity: light.intensity, space: light.space }));
+    for (const light of directional) light.destroy();
+    const configs = on ? VIEW_SPACE_LIGHTS.map((light) => ({ ...light, space: "view" })) : this.worldLights;
+    for (const config of configs) new DirLight(scene, config);
+    if (!on) this.worldLights = null;
+  }
+
+  // the ids of the models on screen (one, or a project's models)
+  modelIds() {
+    if (this.federated) return [...this.federated.keys()];
+    return this.model ? [this.model.id] : [];
+  }
+
+  // the model an element (a GlobalId) belongs to, among those on screen
+  modelOf(id) {
+    const object = this.viewer.scene.objects[id];
+    if (object && object.model && object.model.id !== (this.versionModel && this.versionModel.id)) return object.model.id;
+    const meta = this.metaObject(id);
+    const metaModel = meta && (meta.metaModels ? meta.metaModels[0] : meta.metaModel);
+    return metaModel ? metaModel.id : null;
+  }
+
+  // a whole model of the federated view shown or hidden, X-rayed or not, or alone (isolated)
+  setModelVisible(modelId, visible) {
+    const model = this.viewer.scene.models[modelId];
+    if (model) model.visible = visible;
+  }
+
+  setModelXrayed(modelId, xrayed) {
+    const model = this.viewer.scene.models[modelId];
+    if (model) model.xrayed = xrayed;
+  }
+
+  isolateModel(modelId) {
+    for (const id of this.modelIds()) this.setModelVisible(id, id === modelId);
+    const model = this.viewer.scene.models[modelId];
+    if (model) this.viewer.cameraFlight.flyTo({ aabb: model.aabb, duration: FIT_SECONDS });
+  }
+
+  // A clash: its two elements alone (the others hidden), A's and B's colours, a little translucent so the point
+  // inside them shows; a marker at the point (project frame, Z-up); the camera flies to the pair. Returns the
+  // GlobalIds the view has.
+  showClash(clash) {
+    this.clearClash();
+    const scene = this.viewer.scene;
+    const ids = [clash.a.guid, clash.b.guid].filter((id) => scene.objects[id]);
+    scene.setObjectsSelected(scene.selectedObjectIds, false);
+    scene.setObjectsXRayed(scene.xrayedObjectIds, false);
+    scene.setObjectsVisible(scene.visibleObjectIds, false);
+    scene.setObjectsVisible(ids, true);
+    for (const [side, id] of [["a", clash.a.guid], ["b", clash.b.guid]]) {
+      const object = scene.objects[id];
+      if (!object) continue;
+      object.colorize = CLASH_COLOURS[side];
+      object.opacity = 0.55;
+    }
+    const centre = yUpPoint(clash.point);
+    const aabb = ids.length ? scene.getAABB(ids) : math.collapseAABB3();
+    if (!ids.length) math.expandAABB3Point3(aabb, centre);
+    const size = Math.max(aabb[3] - aabb[0], aabb[4] - aabb[1], aabb[5] - aabb[2], 0.5);
+    const marker = new Mesh(scene, {
+      geometry: new ReadableGeometry(scene, buildSphereGeometry({ radius: Math.min(0.25, Math.max(0.02, size / 60)) })),
+      material: new PhongMaterial(scene, { diffuse: CLASH_POINT_COLOUR, emissive: CLASH_POINT_COLOUR }),
+      position: centre, pickable: false, collidable: false, clippable: false, isObject: false,
+    });
+    this.clashMarks = { marker, ids };
+    this.viewer.cameraFlight.flyTo({ aabb, duration: FIT_SECONDS });
+    return ids;
+  }
+
+  clearClash() {
+    const marks = this.clashMarks;
+    this.clashMarks = null;
+    if (!marks) return;
+    marks.marker.destroy();
+    const scene = this.viewer.scene;
+    for (const id of marks.ids) {
+      const object = scene.objects[id];
+      if (object) Object.assign(object, { colorize: null, opacity: 1.0 });
+    }
+  }
+
   unload() {
+    this.clearClash();
     if (this.sections) {
       this.setMode("select");
       this.exitPlan(false);
@@ -131,7 +293,10 @@ export class ModelView {
       this.viewer.scene.clearBitmaps();
     }
     this.unloadVersionElements();
-    if (this.model) this.model.destroy();
+    if (this.federated) for (const model of this.federated.values()) model.destroy();
+    else if (this.model) this.model.destroy();
+    this.federated = null;
+    this.useViewSpaceLights(false);
     this.model = null;
     this.picked = null;
     this.diff = null;
@@ -240,6 +405,7 @@ export class ModelView {
   }
 
   showAll() {
+    this.clearClash();
     const scene = this.viewer.scene;
     scene.setObjectsVisible(scene.objectIds, true);
     scene.setObjectsXRayed(scene.xrayedObjectIds, false);
