@@ -55,6 +55,9 @@ PROGRESS_SECONDS = 0.5
 PLANE_EPS = 1e-5  # metres: a vertex this far outside a face's plane still counts as on it (float32 vertices)
 MIN_VOLUME = 1e-12  # m^3: less shared volume than this (and than tolerance^3) is touching, not overlapping
 DISTANCE_BLOCK = 1_000_000  # point-triangle or edge-edge combinations computed at a time
+AXIS_BLOCK = 4096  # separating axes projected at a time
+MAX_CROSS_AXES = 250_000  # more edge-direction pairs than this: the hulls' depth is not exact (the solids decide)
+MIN_GAP = 1e-6  # metres: surfaces closer than this touch
 SAME_DISTANCE = 1e-6  # metres: closest pairs this much farther than the closest still mark where the distance is
 
 
@@ -102,25 +105,34 @@ class _Clock:
 
 
 class _Shape:
-    """One element in the project frame: points relative to its own origin (float64), triangles, the separating
-    axis directions (unit face normals, unit edge directions) and whether it is convex."""
+    """One element in the project frame: points relative to its own origin (float64), triangles, its exact box, and
+    for the separating axis test its convex hull's vertices, face normals and edge directions (unit, each once),
+    and whether the element is convex (every face of the mesh lies on its hull)."""
 
-    __slots__ = ("origin", "points", "faces", "box", "normals", "edges", "convex", "solid")
+    __slots__ = ("origin", "points", "faces", "box", "hull_points", "planes", "normals", "edges", "convex", "solid")
 
     def __init__(self, origin: np.ndarray, points: np.ndarray, faces: np.ndarray):
         self.origin, self.points, self.faces = origin, points, faces.astype(np.int64)
         self.box = np.r_[origin + points.min(axis=0), origin + points.max(axis=0)]  # exact, project frame
-        corners = points[self.faces]
-        normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-        lengths = np.linalg.norm(normals, axis=1)
-        kept = lengths > 1e-12
-        unit = normals[kept] / lengths[kept, None]
-        self.normals = _unique_directions(unit)
-        edges = np.concatenate([corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 1], corners[:, 0] - corners[:, 2]])
-        edge_lengths = np.linalg.norm(edges, axis=1)
-        self.edges = _unique_directions(edges[edge_lengths > 1e-9] / edge_lengths[edge_lengths > 1e-9, None])
-        self.convex = _convex(points, unit, corners[kept, 0])
         self.solid = False  # not made yet (None: cannot be made)
+        self.planes = None  # the hull's (n, 4): outward unit normal, offset
+        unique = points[np.unique(self.faces)]
+        hull = _hull(unique)
+        if hull is None:  # flat or degenerate: the mesh's own directions, never taken as a convex solid
+            corners = points[self.faces]
+            self.hull_points, self.convex = unique, False
+            self.normals = _unique_directions(_unit(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])))
+            self.edges = _unique_directions(_unit(np.concatenate([corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 1]])))
+            return
+        hull_points, hull_faces = hull
+        corners = hull_points[hull_faces]
+        normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+        normals /= np.maximum(np.linalg.norm(normals, axis=1), 1e-300)[:, None]
+        planes = np.c_[normals, -np.einsum("ij,ij->i", normals, corners[:, 0])]
+        self.hull_points, self.planes = hull_points, planes
+        self.normals = _unique_directions(normals)
+        self.edges = _unique_directions(_unit(_bent_edges(hull_points, hull_faces, normals)))
+        self.convex = _on_hull(points[self.faces].mean(axis=1), planes, float(np.ptp(points, axis=0).max()))
 
     def manifold(self):
         """The mesh as a manifold3d solid around its origin, or None when it is not a closed solid."""
@@ -129,41 +141,116 @@ class _Shape:
         return self.solid
 
 
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    lengths = np.linalg.norm(vectors, axis=1)
+    kept = lengths > 1e-9
+    return vectors[kept] / lengths[kept, None]
+
+
+def _hull(points: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The convex hull of the points (manifold3d's): its vertices and outward triangles; None when it is flat."""
+    import manifold3d
+
+    if len(points) < 4:
+        return None
+    hull = manifold3d.Manifold.hull_points(points)
+    if hull.is_empty() or hull.volume() <= 0:
+        return None
+    mesh = hull.to_mesh64()
+    return np.asarray(mesh.vert_properties)[:, :3], np.asarray(mesh.tri_verts).astype(np.int64)
+
+
+def _bent_edges(points: np.ndarray, faces: np.ndarray, normals: np.ndarray) -> np.ndarray:
+    """The vectors of a closed mesh's edges whose two faces are not coplanar (not the diagonals of flat faces)."""
+    ends = np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]])
+    face = np.tile(np.arange(len(faces)), 3)
+    ends.sort(axis=1)
+    order = np.lexsort((ends[:, 1], ends[:, 0]))
+    ends, face = ends[order], face[order]
+    twin = np.flatnonzero((ends[1:] == ends[:-1]).all(axis=1))  # each edge's two faces are neighbours in this order
+    bent = twin[np.einsum("ij,ij->i", normals[face[twin]], normals[face[twin + 1]]) < 1 - 1e-9]
+    return points[ends[bent, 0]] - points[ends[bent, 1]]
+
+
 def _unique_directions(unit: np.ndarray) -> np.ndarray:
     """The directions up to sign, each once (rounded to 1e-6)."""
     if not len(unit):
         return unit.reshape(0, 3)
     first = np.argmax(np.abs(unit) > 1e-9, axis=1)
     unit = unit * np.sign(unit[np.arange(len(unit)), first])[:, None]
-    _, keep = np.unique(np.round(unit, 6), axis=0, return_index=True)
+    _, keep = np.unique(_rows(np.round(unit, 6) + 0.0), return_index=True)  # + 0.0: no -0.0
     return unit[np.sort(keep)]
 
 
-def _convex(points: np.ndarray, normals: np.ndarray, on_plane: np.ndarray) -> bool:
-    """Whether every vertex lies on one side of every face's plane (orientation-free)."""
-    if not len(normals):
-        return False
-    planes = np.unique(np.round(np.c_[normals, np.einsum("ij,ij->i", normals, on_plane)], 6), axis=0)
-    eps = PLANE_EPS + 1e-6 * float(np.ptp(points, axis=0).max())
-    for start in range(0, len(planes), max(1, DISTANCE_BLOCK // max(1, len(points)))):
-        block = planes[start:start + max(1, DISTANCE_BLOCK // max(1, len(points)))]
-        signed = points @ block[:, :3].T - block[:, 3]
-        if ((signed.max(axis=0) > eps) & (signed.min(axis=0) < -eps)).any():
+def _rows(values: np.ndarray) -> np.ndarray:
+    """Each row of a 2-D array as one opaque item, for a fast np.unique of rows (equal bytes, equal rows)."""
+    values = np.ascontiguousarray(values)
+    return values.view(np.dtype((np.void, values.dtype.itemsize * values.shape[1]))).ravel()
+
+
+def _on_hull(centres: np.ndarray, planes: np.ndarray, size: float) -> bool:
+    """Whether every face centre lies on the hull's boundary (on one of its planes, within float32 precision)."""
+    eps = PLANE_EPS + 1e-6 * size
+    step = max(1, DISTANCE_BLOCK // max(1, len(planes)))
+    for start in range(0, len(centres), step):
+        if ((centres[start:start + step] @ planes[:, :3].T + planes[:, 3]).max(axis=1) < -eps).any():
             return False
     return True
 
 
-def _solid(points: np.ndarray, faces: np.ndarray):
+def _shells(faces: np.ndarray, count: int) -> list[np.ndarray]:
+    """The faces of each shell (faces joined by shared vertex indices: ifcopenshell gives each representation item
+    its own vertices), as index arrays into faces."""
+    label = np.arange(count)
+    while True:
+        lowest = label[faces].min(axis=1)
+        updated = label.copy()
+        np.minimum.at(updated, faces.reshape(-1), np.repeat(lowest, 3))
+        updated = updated[updated]  # pointer jumping
+        if np.array_equal(updated, label):
+            break
+        label = updated
+    shell = label[faces[:, 0]]
+    order = np.argsort(shell, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(shell[order])) + 1)
+
+
+def _closed(points: np.ndarray, faces: np.ndarray):
+    """One shell as a manifold3d solid (vertices at the same place welded; a shell whose faces all point inwards,
+    as a mirrored placement leaves them, turned out), None when it is not closed."""
     import manifold3d
 
-    welded, inverse = np.unique(points[faces.reshape(-1)], axis=0, return_inverse=True)
-    try:
-        solid = manifold3d.Manifold(manifold3d.Mesh64(vert_properties=welded, tri_verts=inverse.reshape(-1, 3).astype(np.uint64)))
-    except Exception:  # noqa: BLE001 - manifold3d refuses meshes it cannot take as they are
+    corners = points[faces.reshape(-1)] + 0.0  # + 0.0: no -0.0
+    _, first, inverse = np.unique(_rows(corners), return_index=True, return_inverse=True)
+    welded = corners[first]
+    triangles = inverse.reshape(-1, 3).astype(np.uint64)
+    for oriented in (triangles, triangles[:, ::-1].copy()):
+        try:
+            solid = manifold3d.Manifold(manifold3d.Mesh64(vert_properties=welded, tri_verts=oriented))
+        except Exception:  # noqa: BLE001 - manifold3d refuses meshes it cannot take as they are
+            return None
+        if solid.status() != manifold3d.Error.NoError or solid.is_empty():
+            return None
+        if solid.volume() > 0:
+            return solid
+    return None
+
+
+def _solid(points: np.ndarray, faces: np.ndarray):
+    """The element as one manifold3d solid: all its faces welded into one closed solid, else the union of its shells
+    (shells that touch do not weld into one solid), each closed; None when neither."""
+    import manifold3d
+
+    whole = _closed(points, faces)
+    if whole is not None:
+        return whole
+    shells = _shells(faces, len(points))
+    if len(shells) < 2:
         return None
-    if solid.status() != manifold3d.Error.NoError or solid.is_empty() or solid.volume() <= 0:
+    solids = [_closed(points, faces[shell]) for shell in shells]
+    if not solids or any(solid is None for solid in solids):
         return None
-    return solid
+    return solids[0] if len(solids) == 1 else manifold3d.Manifold.batch_boolean(solids, manifold3d.OpType.Add)
 
 
 # --- loading ---------------------------------------------------------------------------------------------------
@@ -323,34 +410,54 @@ def _grid_pairs(members, first, span, counts, boxes, margin, clock) -> np.ndarra
 # --- narrow phase ------------------------------------------------------------------------------------------------
 
 
-def _axes(first: _Shape, second: _Shape) -> np.ndarray:
-    cross = np.cross(first.edges[:, None, :], second.edges[None, :, :]).reshape(-1, 3)
-    lengths = np.linalg.norm(cross, axis=1)
-    kept = lengths > 1e-9
-    return np.concatenate([first.normals, second.normals, cross[kept] / lengths[kept, None]])
+def _axis_blocks(first: _Shape, second: _Shape):
+    """The separating axes in blocks: both shapes' face normals, then the cross products of their edge directions
+    (unit), a block of rows at a time; the last item says whether every cross product was given (not beyond
+    MAX_CROSS_AXES)."""
+    yield first.normals
+    yield second.normals
+    complete = len(first.edges) * len(second.edges) <= MAX_CROSS_AXES
+    if complete:
+        rows = max(1, AXIS_BLOCK // max(1, len(second.edges)))
+        for start in range(0, len(first.edges), rows):
+            yield _unit(np.cross(first.edges[start:start + rows, None, :], second.edges[None, :, :]).reshape(-1, 3))
+    yield complete
 
 
-def separation(first: _Shape, second: _Shape) -> float:
-    """The smallest overlap of the two point sets' projections over the separating axes (see the module's
-    description): the penetration depth of two convex shapes, an upper bound of it otherwise; negative: a gap, a
-    lower bound of their distance."""
-    offset = second.origin - first.origin
-    axes = _axes(first, second)
+def separation(first: _Shape, second: _Shape, enough: float = -np.inf) -> tuple[float, bool]:
+    """The smallest overlap of the two hulls' projections over the separating axes (see the module's description)
+    and whether every axis was tried: the penetration depth of two convex shapes, an upper bound of it otherwise;
+    negative: a gap, a lower bound of their distance. Stops at the first axis overlapping by `enough` or less."""
+    p_points, q_points = first.hull_points, second.hull_points + (second.origin - first.origin)
     smallest = np.inf
-    for start in range(0, len(axes), 4096):
-        block = axes[start:start + 4096]
-        p, q = first.points @ block.T, (second.points + offset) @ block.T
-        overlap = np.minimum(p.max(axis=0) - q.min(axis=0), q.max(axis=0) - p.min(axis=0))
-        smallest = min(smallest, float(overlap.min()))
-    return smallest
+    for block in _axis_blocks(first, second):
+        if isinstance(block, bool):
+            return smallest, block
+        if not len(block):
+            continue
+        p, q = p_points @ block.T, q_points @ block.T
+        smallest = min(smallest, float(np.minimum(p.max(axis=0) - q.min(axis=0), q.max(axis=0) - p.min(axis=0)).min()))
+        if smallest <= enough:
+            return smallest, True
+    return smallest, True
 
 
-def shared_volume(first: _Shape, second: _Shape) -> float | None:
-    """The volume the two solids share (manifold3d), None when either is not a closed solid."""
+def shared_solid(first: _Shape, second: _Shape) -> tuple[float, float] | None:
+    """(volume, thickness) of the solid the two elements share (manifold3d's exact intersection; thickness: its
+    smallest width across its hull's faces), None when either is not a closed solid."""
     one, two = first.manifold(), second.manifold()
     if one is None or two is None:
         return None
-    return float((one ^ two.translate(tuple(second.origin - first.origin))).volume())
+    shared = one ^ two.translate(tuple(second.origin - first.origin))
+    volume = float(shared.volume())
+    if volume <= 0:
+        return 0.0, 0.0
+    hull = _hull(np.asarray(shared.to_mesh64().vert_properties)[:, :3])
+    if hull is None:
+        return volume, 0.0
+    points, faces = hull
+    widths = points @ _unique_directions(_unit(np.cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]]))).T
+    return volume, float((widths.max(axis=0) - widths.min(axis=0)).min())
 
 
 def _segment_distances(p1, q1, p2, q2):
@@ -397,7 +504,7 @@ def _edges(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     first = np.argmax(np.abs(along) > 1e-12, axis=1)
     backwards = along[np.arange(len(along)), first] < 0
     starts, ends = np.where(backwards[:, None], ends, starts), np.where(backwards[:, None], starts, ends)
-    _, once = np.unique(np.round(np.c_[starts, ends], 9), axis=0, return_index=True)
+    _, once = np.unique(_rows(np.round(np.c_[starts, ends], 9) + 0.0), return_index=True)
     return starts[once], ends[once]
 
 
@@ -421,7 +528,7 @@ def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, n
     if not len(one) or not len(two):
         return None
     found = []  # (distances, midpoints) of each block's closest pairs
-    for points, triangles in ((np.unique(two.reshape(-1, 3), axis=0), one), (np.unique(one.reshape(-1, 3), axis=0), two)):
+    for points, triangles in ((_distinct(two.reshape(-1, 3)), one), (_distinct(one.reshape(-1, 3)), two)):
         for i, j in _pairwise(len(points), len(triangles)):
             distances, feet = _point_face_distances(points[i], triangles[j])
             found.append(_closest(distances, (feet + points[i]) / 2))
@@ -435,6 +542,11 @@ def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, n
         return None
     near = np.concatenate([middles[distances <= smallest + SAME_DISTANCE] for distances, middles in found if len(distances)])
     return float(smallest), (near.min(axis=0) + near.max(axis=0)) / 2
+
+
+def _distinct(points: np.ndarray) -> np.ndarray:
+    points = points + 0.0
+    return points[np.unique(_rows(points), return_index=True)[1]]
 
 
 def _closest(distances: np.ndarray, middles: np.ndarray | None, x=None, y=None) -> tuple[np.ndarray, np.ndarray]:
@@ -455,6 +567,25 @@ def _hausdorff_within(first: np.ndarray, second: np.ndarray, tolerance: float) -
 # --- the run -----------------------------------------------------------------------------------------------------
 
 
+def _apart(first: _Shape, second: _Shape) -> bool:
+    """For meshes that are not closed solids: whether they surely share no volume: their surfaces stay apart and no
+    vertex of either lies in the other's convex hull (a part nested inside the other would have its vertices
+    there)."""
+    offset = second.origin - first.origin
+    return (not _in_hull(first.points - offset, second) and not _in_hull(second.points + offset, first)
+            and mesh_distance(first, second, MIN_GAP) is None)
+
+
+def _in_hull(points: np.ndarray, shape: _Shape) -> bool:
+    """Whether any of the points (relative to shape's origin) lies in shape's hull (its box when it has none)."""
+    if shape.planes is None:
+        low, high = shape.points.min(axis=0), shape.points.max(axis=0)
+        return bool(((points >= low) & (points <= high)).all(axis=1).any())
+    step = max(1, DISTANCE_BLOCK // max(1, len(shape.planes)))
+    return any(bool(((points[start:start + step] @ shape.planes[:, :3].T + shape.planes[:, 3]).max(axis=1) < -MIN_GAP).any())
+               for start in range(0, len(points), step))
+
+
 def _box_centre(first: np.ndarray, second: np.ndarray) -> tuple[float, float, float]:
     """The centre of the overlap of two boxes (min x y z, max x y z)."""
     low, high = np.maximum(first[:3], second[:3]), np.minimum(first[3:], second[3:])
@@ -468,20 +599,26 @@ def _judge(elements: _Elements, i: int, j: int, kind: str, tolerance: float, dis
             return None
         return _box_centre(elements.shape(i).box, elements.shape(j).box), None, None
     first, second = elements.shape(i), elements.shape(j)
-    overlap = separation(first, second)
     if kind == "hard":
-        if overlap <= tolerance:
+        depth, exact = separation(first, second, enough=tolerance)
+        if depth <= tolerance:
             return None
-        if not (first.convex and second.convex):
-            volume = shared_volume(first, second)
-            if volume is not None and volume <= max(tolerance ** 3, MIN_VOLUME):
+        if not (exact and first.convex and second.convex):  # the hulls' depth decides nothing: the shared solid does
+            shared = shared_solid(first, second)
+            if shared is None:
+                if _apart(first, second):
+                    return None
+            elif shared[0] <= max(tolerance ** 3, MIN_VOLUME) or shared[1] <= tolerance:
                 return None
-        return _box_centre(first.box, second.box), overlap, None
+        return _box_centre(first.box, second.box), depth, None
+    overlap, exact = separation(first, second, enough=-distance)
     if -overlap >= distance:  # a separating gap already as wide as the distance
         return None
     if overlap > 0:  # touching or overlapping hulls: overlapping solids are 0 apart
-        volume = None if first.convex and second.convex else shared_volume(first, second)
-        if (first.convex and second.convex) or (volume is not None and volume > MIN_VOLUME):
+        if exact and first.convex and second.convex:
+            return _box_centre(first.box, second.box), None, 0.0
+        shared = shared_solid(first, second)
+        if shared is not None and shared[0] > MIN_VOLUME:
             return _box_centre(first.box, second.box), None, 0.0
     closest = mesh_distance(first, second, distance)
     if closest is None:
