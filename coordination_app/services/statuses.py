@@ -19,7 +19,7 @@ from django.db import transaction
 
 from accounts_app.mode import accounts_enabled
 from accounts_app.models import ProjectMember
-from coordination_app.models import PRESENT, Clash, ClashRun, ClashSighting, clash_id_of
+from coordination_app.models import PRESENT, Clash, ClashRun, ClashSighting, ClashTest, clash_id_of
 from coordination_app.services.clash_tests import invalid
 from models_app.selectors import model_metadata
 
@@ -60,7 +60,7 @@ def record_run(run: ClashRun, found: list, facts: dict) -> dict:
     """Records what the run found (ClashFacts; facts: model id -> GlobalId -> {type, name, storey} of the run's
     models) with each clash's status against the previous run; returns the summary. Inside the caller's
     transaction."""
-    test = run.test
+    test = ClashTest.objects.select_for_update().get(pk=run.test_id)  # runs of one test record one after the other
     previous = previous_run(run)
     was_present = set(previous.sightings.filter(status__in=PRESENT).values_list("clash_id", flat=True)) if previous else set()
     seen: dict[str, object] = {}

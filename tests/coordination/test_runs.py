@@ -6,6 +6,7 @@ clash's status. The models are small IFCs of boxes converted for real; the engin
 from __future__ import annotations
 
 import socket
+import threading
 import time
 
 import psutil
@@ -23,7 +24,7 @@ from models_app.models import Project
 from models_app.storage import model_dir
 from tests.accounts.people import post
 from tests.coordination.clash_helpers import BEAM, DUCT, box, converted_model, run_queued, write_boxes_ifc
-from tests.helpers import ok
+from tests.helpers import ok, poll
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -152,3 +153,22 @@ def test_a_staged_run_compares_but_changes_no_clash(api, tower):
     again = start(api, project)  # compared with the first run, not the staged one: the clash is still there
     run_queued()
     assert run_of(api, project, again)["summary"] == {"new": 0, "active": 1, "resolved": 0, "missing": 0, "approved": 0, "total": 1}
+
+
+def test_a_running_run_stops_within_a_second_of_its_cancel(api, tower):
+    """A staged run meshing a bigger product (800 ducts) is cancelled mid-way: the worker's poll stops the meshing."""
+    project, _, services = tower
+    ducts = {f"0dct{index:018d}": box("IfcDuctSegment", f"Duct {index}", (index * 0.5, -1, 3.1), (0.2, 6, 0.3)) for index in range(800)}
+    write_boxes_ifc(model_dir(services.id) / "model.ifc", ducts)
+    run_id = start(api, project, staged=True)
+    worker = threading.Thread(target=run_queued)
+    worker.start()
+    try:
+        poll(lambda: ClashRun.objects.values_list("status", flat=True).get(pk=run_id), lambda status: status == "running", timeout=60, interval=0.01)
+        asked = time.monotonic()
+        ok(post(api, f"{runs_url(project)}/{run_id}/cancel", {}))
+        poll(lambda: ClashRun.objects.values_list("status", flat=True).get(pk=run_id), lambda status: status == "cancelled", timeout=10, interval=0.02)
+        assert time.monotonic() - asked < 1.0
+    finally:
+        worker.join(60)
+    assert not Clash.objects.exists() and not runs_root().joinpath(run_id).exists()
