@@ -37,6 +37,7 @@ from issues_app.bcf import camera_at_bounds
 from issues_app.models import Issue
 from issues_app.selectors import element_bounds
 from issues_app.services import comment_add, issue_create, issue_update
+from issues_app.services.viewpoints import union_bounds
 from issues_app.viewpoints import IFC_GUID_RE, clean_viewpoint
 from models_app.federation import project_placements
 
@@ -207,16 +208,19 @@ def clash_viewpoint(model_id: str, clashes: list[ClashFacts], placements: dict[s
                     guid: str) -> dict:
     """A BCF-API 3.0 viewpoint of the clashes, in the IFC world frame of `model_id`: both elements of each clash
     selected and coloured (a red, b blue), every other element hidden (BCF 3.0 has no X-ray), six clipping planes
-    boxing the first clash's point and its elements, a camera looking at that box. Coordinates in the project frame
-    are brought into the model's frame; `bounds` are clash_bounds' boxes."""
+    boxing the clash point and its elements (a group: the section boxes of all its points together), a camera
+    looking at that box. Coordinates in the project frame are brought into the model's frame; `bounds` are
+    clash_bounds' boxes."""
     to_model = _inverse_placement(placements, model_id)
-    first = clashes[0]
-    point = (to_model @ np.array([*first.point, 1.0]))[:3].tolist()
-    boxes = [
-        _transform_box(bounds[(element.model_id, element.guid)], to_model @ placements.get(element.model_id, np.eye(4)))
-        for element in (first.a, first.b) if (element.model_id, element.guid) in bounds
-    ]
-    box = section_box(point, boxes)
+    sections = []
+    for facts in clashes:
+        point = (to_model @ np.array([*facts.point, 1.0]))[:3].tolist()
+        boxes = [
+            _transform_box(bounds[(element.model_id, element.guid)], to_model @ placements.get(element.model_id, np.eye(4)))
+            for element in (facts.a, facts.b) if (element.model_id, element.guid) in bounds
+        ]
+        sections.append(section_box(point, boxes))
+    box = union_bounds(sections)
     a_guids, b_guids = [c.a.guid for c in clashes], [c.b.guid for c in clashes]
     shown = _component_list([*a_guids, *b_guids])
     coloring = [{"color": color, "components": items} for color, items in ((COLOR_A, _component_list(a_guids)), (COLOR_B, _component_list(b_guids))) if items]

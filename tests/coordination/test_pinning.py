@@ -42,6 +42,11 @@ def issue_of(fed, a: str, b: str) -> Issue:
                 if {link.issue.viewpoints[0]["components"]["selection"][i]["ifc_guid"] for i in (0, 1)} == {a, b})
 
 
+def inside(point, planes: list[dict]) -> bool:
+    """Whether the point is on the kept side of every clipping plane (each normal points to the side clipped away)."""
+    return all(sum((point[i] - plane["location"][a]) * plane["direction"][a] for i, a in enumerate("xyz")) < 0 for plane in planes)
+
+
 def counts(answer: dict) -> dict:
     return {key: len(value) for key, value in answer["data"].items()}
 
@@ -71,9 +76,7 @@ def test_one_issue_per_clash_on_the_a_model_with_the_clash_facts_and_a_viewpoint
     planes = viewpoint["clipping_planes"]
     assert len(planes) == 6
     point = sighting.point  # project frame = the models' frame here (no map conversion)
-    for plane in planes:  # every plane's normal points away from the clash point: the point is inside the box
-        offset = sum((point[i] - plane["location"][a]) * plane["direction"][a] for i, a in enumerate("xyz"))
-        assert offset < 0
+    assert inside(point, planes) and not inside([point[0] + 3, point[1], point[2]], planes)  # a box around the clash
     camera = viewpoint["perspective_camera"]
     eye, direction = [camera["camera_view_point"][a] for a in "xyz"], [camera["camera_direction"][a] for a in "xyz"]
     to_point = [p - e for p, e in zip(point, eye)]
@@ -90,6 +93,8 @@ def test_pinning_again_never_duplicates_per_clash_nor_per_group(api, fed):
     by_storey = pin(api, fed, run, {"per": "group", "group": "storey"})
     assert counts(by_storey) == {"created": 1, "reopened": 0, "resolved": 0, "unchanged": 0}  # all three on Level 1
     assert len(by_storey["data"]["created"][0]["clashIds"]) == 3
+    group_planes = Issue.objects.get(pk=by_storey["data"]["created"][0]["issueId"]).viewpoints[0]["clipping_planes"]
+    assert all(inside(s.point, group_planes) for s in ClashSighting.objects.filter(run=run))  # the section box takes in the group
     assert counts(pin(api, fed, run, {"per": "group", "group": "storey"}))["unchanged"] == 1
     by_element = pin(api, fed, run, {"per": "group", "group": "element"})
     assert sorted(len(e["clashIds"]) for e in by_element["data"]["created"]) == [1, 2]  # D1 with its two beams; B1 with D2
