@@ -20,6 +20,7 @@ from coordination_app.services.clash_tests import clash_test_put
 from coordination_app.services.runs import clash_run_now, run_request
 from models_app import project_services
 from models_app.conversion.clash_geometry import ClashGeometryWriter
+from models_app.conversion.georeference import GEOREFERENCE_FILE, MAP_CONVERSION, column_major
 from models_app.models import IfcModel, Project
 from models_app.public import model_dir
 from tests.coordination.clash_helpers import box, write_boxes_ifc
@@ -72,8 +73,22 @@ def ducts(d1_box=DUCT_D1_CROSSING) -> dict:
     return {D1: ("IfcDuctSegment", "Duct D1", d1_box), D2: ("IfcDuctSegment", "Duct D2", DUCT_D2)}
 
 
-def federated_project() -> dict:
-    """{project, structure, services, test}: two ready models in a project and the hard test services x structure."""
+def map_conversion(model: IfcModel, easting: float, northing: float, height: float = 0.0) -> None:
+    """georeference.json as a conversion writes it for a model with an IfcMapConversion (a translation)."""
+    matrix = np.eye(4)
+    matrix[:3, 3] = (easting, northing, height)
+    (model_dir(model.id) / GEOREFERENCE_FILE).write_text(json.dumps({"source": MAP_CONVERSION, "matrix": column_major(matrix), "crs": "EPSG:25832"}))
+
+
+def shifted(elements: dict, offset) -> dict:
+    """The elements with their boxes moved by -offset (the same places in a frame whose origin lies at +offset)."""
+    return {guid: (kind, name, tuple(v - offset[i % 3] for i, v in enumerate(corners))) for guid, (kind, name, corners) in elements.items()}
+
+
+def federated_project(services_offset: tuple[float, float, float] | None = None) -> dict:
+    """{project, structure, services, test}: two ready models in a project and the hard test services x structure.
+    With services_offset, both models have map conversions and the services model's local origin lies that far
+    from the structure's (its boxes are written shifted back): the same clashes, found in the project frame."""
     project = Project.objects.create(title="Tower", kind="ifc")
     structure = IfcModel.objects.create(name="Structure.ifc", status="ready")
     services = IfcModel.objects.create(name="Services.ifc", status="ready")
@@ -82,7 +97,10 @@ def federated_project() -> dict:
     project_services.project_add_model(project, structure, "STR")
     project_services.project_add_model(project, services, "MEP")
     write_model_files(structure, BEAMS)
-    write_model_files(services, ducts())
+    write_model_files(services, ducts() if services_offset is None else shifted(ducts(), services_offset))
+    if services_offset is not None:
+        map_conversion(structure, 500_000.0, 5_400_000.0)
+        map_conversion(services, 500_000.0 + services_offset[0], 5_400_000.0 + services_offset[1], services_offset[2])
     test, _ = clash_test_put(project_id=project.id, name="ducts-beams", a={"models": [services.id]}, b={"models": [structure.id]}, kind="hard")
     return {"project": project, "structure": structure, "services": services, "test": test}
 

@@ -84,6 +84,19 @@ def test_one_issue_per_clash_on_the_a_model_with_the_clash_facts_and_a_viewpoint
     assert cosine > 0.95  # it looks at the clash
 
 
+def test_with_map_conversions_the_viewpoint_is_in_the_frame_of_the_issues_model(api):
+    fed = federated_project(services_offset=(12.0, -7.0, 0.5))  # the services model's origin lies elsewhere
+    run = run_test(fed["test"])
+    assert run.summary["total"] == 3  # placed by their map conversions, the boxes meet as before
+    pin(api, fed, run)
+    sighting = next(s for s in ClashSighting.objects.filter(run=run).select_related("clash") if {s.clash.a["guid"], s.clash.b["guid"]} == {D1, B1})
+    issue = issue_of(fed, D1, B1)
+    assert issue.model_id == fed["services"].id
+    planes = issue.viewpoints[0]["clipping_planes"]
+    local = [sighting.point[0] - 12.0, sighting.point[1] + 7.0, sighting.point[2] - 0.5]  # the point in the services model's frame
+    assert inside(local, planes) and not inside(sighting.point, planes)
+
+
 def test_pinning_again_never_duplicates_per_clash_nor_per_group(api, fed):
     run = run_test(fed["test"])
     first = pin(api, fed, run)
