@@ -21,7 +21,8 @@ from accounts_app.audit import audit_record
 from accounts_app.mode import accounts_enabled
 from accounts_app.models import Account, ApiToken, ShareLink
 from accounts_app.roles import ServerRole
-from accounts_app.secrets import SHARE_COOKIE, SHARE_PREFIX, TOKEN_PREFIX, sha256
+from accounts_app.oauth import OAUTH_TOKEN_ID_PREFIX, access_token_alive, access_token_for, first_use_this_minute
+from accounts_app.secrets import OAUTH_PREFIX, SHARE_COOKIE, SHARE_PREFIX, TOKEN_PREFIX, sha256
 from api.principal import TOKEN_PRINCIPAL, Principal, ShareGrant, Via
 from core.provenance import DEFAULT_AUTHOR
 
@@ -70,6 +71,22 @@ def _personal_token(presented: str, address: str) -> Principal | NoIdentity:
     return principal
 
 
+def _oauth_token(presented: str, address: str) -> Principal | NoIdentity:
+    """The user an OAuth2 access token of a BCF API client acts for (read-only without the `write` scope)."""
+    token = access_token_for(presented)
+    if token is None or token.user is None:
+        return NoIdentity("invalid bearer token", presented=True)
+    if token.is_expired():
+        return NoIdentity("this token has expired", presented=True)
+    if not token.user.is_active:
+        return NoIdentity("the account of this token is disabled", presented=True)
+    principal = user_principal(token.user, address, Via.OAUTH, read_only="write" not in token.scope.split(),
+                               token_id=f"{OAUTH_TOKEN_ID_PREFIX}{token.pk}")
+    if first_use_this_minute(token.pk):
+        audit_record(principal, "oauth.use", object=f"oauth-token:{token.pk}", detail={"client": token.application.name if token.application else ""})
+    return principal
+
+
 def share_link_principal(presented: str, address: str) -> Principal | None:
     link = ShareLink.objects.filter(secret_sha256=sha256(presented)).first()
     if link is None or link.revoked_at is not None or link.expires_at <= timezone.now():
@@ -100,6 +117,8 @@ def identify(request, *, address: str, authorization: str) -> Principal | NoIden
             return Principal(name=TOKEN_PRINCIPAL, address=address, via=Via.OPERATOR)
         if presented.startswith(TOKEN_PREFIX):
             return _personal_token(presented, address)
+        if presented.startswith(OAUTH_PREFIX):
+            return _oauth_token(presented, address)
         if operator_token or accounts_enabled():
             return NoIdentity("missing or invalid bearer token", presented=True)
     elif authorization:
@@ -129,6 +148,8 @@ def refreshed(principal: Principal, session_key: str | None) -> Principal | None
         token = ApiToken.objects.filter(pk=principal.token_id, revoked_at__isnull=True).values_list("expires_at", flat=True)
         if not token or (token[0] is not None and token[0] <= now):
             return None
+    elif principal.via == Via.OAUTH and not access_token_alive(principal.token_id):
+        return None
     elif principal.via == Via.SESSION and not (session_key and import_module(settings.SESSION_ENGINE).SessionStore().exists(session_key)):
         return None
     user = get_user_model().objects.filter(pk=principal.user_id, is_active=True).first()

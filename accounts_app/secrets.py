@@ -7,6 +7,7 @@ import secrets
 
 TOKEN_PREFIX = "bmr_"  # a personal API token ("building-model review"); tells it from the operator's apiToken
 SHARE_PREFIX = "bms_"
+OAUTH_PREFIX = "bmo_"  # an OAuth2 access or refresh token of a BCF API client (accounts_app/oauth.py)
 SHARE_COOKIE = "viewer_share"  # holds an opened share link's secret
 
 

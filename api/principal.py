@@ -20,6 +20,7 @@ OPERATOR = "operator"
 class Via:
     SESSION = "session"
     TOKEN = "token"
+    OAUTH = "oauth"  # an OAuth2 access token a BCF API client got with the user's consent
     OPERATOR = "operator"
     SHARE_LINK = "share-link"
     OPEN = "open"
@@ -41,7 +42,7 @@ class Principal:
     name: str
     address: str = ""  # the client address (a trusted proxy's X-Forwarded-For already applied, edge.trusted_scope)
     via: str = Via.SYSTEM
-    user_id: int | None = None  # the account, when the caller has one (session or personal token)
+    user_id: int | None = None  # the account, when the caller has one (session, personal or OAuth2 token)
     role: str = "admin"  # the server role; the operator token, the open mode and the system act as admins
     read_only: bool = False  # a read-scoped personal token
     token_id: str = ""

@@ -26,7 +26,7 @@ from api.principal import Principal, Via
 from chat_app.selectors import session_scope
 from core.errors import FORBIDDEN, INTERNAL, INVALID, UNAUTHORIZED
 from models_app.access_scopes import model_scope, project_scope, trash_item_scope
-from viewer_gateway.edge import ANONYMOUS_GET_ROUTES, SAFE_METHODS, SELF_AUTHENTICATING_NAMESPACES, TokenFailures
+from viewer_gateway.edge import ANONYMOUS_GET_ROUTES, SAFE_METHODS, SELF_AUTHENTICATING_NAMESPACES, TokenFailures, bearer_challenge
 
 # the URL argument that names a route's scope, in order of precedence
 SCOPE_ARGUMENTS: tuple[tuple[str, Callable[[str], Scope]], ...] = (
@@ -56,6 +56,12 @@ def _method_not_allowed(request, rule: dict[str, Capability]):
     return error_response(INVALID, f'Method "{request.method}" not allowed.', headers={"Allow": allowed})
 
 
+def _unauthorized(request, message: str, presented: bool):
+    """A 401; on the OAuth2-protected APIs with the bearer challenge that says why (edge.bearer_challenge)."""
+    challenge = bearer_challenge(request.path_info, presented)
+    return error_response(UNAUTHORIZED, message, headers={"WWW-Authenticate": challenge} if challenge else None)
+
+
 def request_principal(request, route_name: str, capability: Capability, address: str):
     """The caller's principal, or the 401 answer for a request whose credential fails or that carries none where
     one is needed. A failed token counts towards the address's failure throttle (viewer_gateway/edge.py); a stale
@@ -68,13 +74,13 @@ def request_principal(request, route_name: str, capability: Capability, address:
         if principal.presented:
             TokenFailures(address).add_one()
             audit_record(Principal("anonymous", address=address, via=Via.TOKEN), "token.failed", detail={"reason": principal.message, "route": route_name})
-        return error_response(UNAUTHORIZED, principal.message)
+        return _unauthorized(request, principal.message, principal.presented)
     if principal is None:
         if capability == Capability.PUBLIC:
             return anonymous(address)
         if route_name in ANONYMOUS_GET_ROUTES and not accounts_enabled():
             return anonymous_reader(address)  # the spec's anonymous geometry GETs while only the operator's token guards
-        return error_response(UNAUTHORIZED, "sign in, or send a bearer token (Authorization: Bearer ...)")
+        return _unauthorized(request, "sign in, or send a bearer token (Authorization: Bearer ...)", presented=False)
     return principal
 
 

@@ -30,7 +30,7 @@ from django.urls import Resolver404, resolve
 
 from accounts_app.mode import accounts_marked
 from accounts_app.roles import Capability
-from accounts_app.secrets import SHARE_COOKIE, TOKEN_PREFIX
+from accounts_app.secrets import OAUTH_PREFIX, SHARE_COOKIE, TOKEN_PREFIX
 from api.envelope import CROSS_SITE, TOO_MANY_REQUESTS, UNAUTHORIZED
 from viewer_gateway.access_rules import route_capability
 
@@ -48,15 +48,28 @@ SELF_AUTHENTICATING_NAMESPACES = frozenset({"admin"})
 FORWARDED_PREFIX_RE = re.compile(r"^(/(?!\.{1,2}(?:/|$))[A-Za-z0-9._~-]+)+$")
 
 
+# the OAuth2-protected APIs (bcfapi_app): their 401s name the scheme and why (RFC 6750), so a client signs in again
+BEARER_CHALLENGE_PREFIXES = ("/bcf/", "/foundation/")
+
+
+def bearer_challenge(path_info: str, presented: bool) -> str:
+    """The WWW-Authenticate value of a 401 on an OAuth2-protected route ("" elsewhere)."""
+    if not path_info.startswith(BEARER_CHALLENGE_PREFIXES):
+        return ""
+    return 'Bearer realm="bcf", error="invalid_token"' if presented else 'Bearer realm="bcf"'
+
+
 @dataclass(frozen=True)
 class Refusal:
     code: int
     message: str
     retry_after_seconds: int | None = None
+    challenge: str = ""  # WWW-Authenticate of a 401 (bearer_challenge)
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"Retry-After": str(self.retry_after_seconds)} if self.retry_after_seconds is not None else {}
+        headers = {"Retry-After": str(self.retry_after_seconds)} if self.retry_after_seconds is not None else {}
+        return {**headers, "WWW-Authenticate": self.challenge} if self.challenge else headers
 
 
 @dataclass(frozen=True)
@@ -208,7 +221,7 @@ def carries_account_credential(headers: dict[str, str]) -> bool:
     """A personal API token, a session cookie or a share link's cookie: credentials only the access middleware can
     check (viewer_gateway/access.py, with the database), so the edge lets them through to it."""
     scheme, _, presented = headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and presented.strip().startswith(TOKEN_PREFIX):
+    if scheme.lower() == "bearer" and presented.strip().startswith((TOKEN_PREFIX, OAUTH_PREFIX)):
         return True
     if "authorization" in headers:
         return False
@@ -223,7 +236,7 @@ def token_refusal(method: str, path_info: str, headers: dict[str, str], client_h
     account_credential = carries_account_credential(headers)
     if not token and not account_credential:
         if accounts_marked():  # accounts and no credential: refused before the body is read
-            return Refusal(UNAUTHORIZED, "sign in, or send a bearer token (Authorization: Bearer ...)")
+            return Refusal(UNAUTHORIZED, "sign in, or send a bearer token (Authorization: Bearer ...)", challenge=bearer_challenge(path_info, False))
         return None  # the open mode
     failures = TokenFailures(client_host)
     limit = settings.VIEWER.tokenFailureLimit
@@ -237,7 +250,7 @@ def token_refusal(method: str, path_info: str, headers: dict[str, str], client_h
     if account_credential or token_matches(headers.get("authorization", ""), token):
         return None
     failures.add_one()
-    return Refusal(UNAUTHORIZED, "missing or invalid bearer token")
+    return Refusal(UNAUTHORIZED, "missing or invalid bearer token", challenge=bearer_challenge(path_info, "authorization" in headers))
 
 
 def edge_refusal(method: str, path_info: str, scheme: str, host: str, headers: dict[str, str], client_host: str) -> Refusal | None:

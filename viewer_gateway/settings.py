@@ -181,7 +181,40 @@ CORS_ALLOWED_ORIGINS = list(VIEWER.corsOrigins)
 from corsheaders.defaults import default_headers  # noqa: E402
 
 CORS_ALLOW_HEADERS = (*default_headers, "last-event-id")
-CORS_EXPOSE_HEADERS = ["Content-Range", "Accept-Ranges", "Content-Length", "ETag", "Content-Disposition"]
+CORS_EXPOSE_HEADERS = ["Content-Range", "Accept-Ranges", "Content-Length", "ETag", "Content-Disposition", "Link", "X-Total-Count", "WWW-Authenticate"]
+
+# OAuth2 authorization server of the BCF API (django-oauth-toolkit; docs/api/bcf.md, docs/decisions/0010): the
+# authorization-code grant only, refresh tokens rotated, PKCE required from public clients (a confidential one
+# authenticates with its secret, as IfcOpenShell's bcf-client does); tokens are `bmo_` secrets kept only as SHA-256.
+LOGIN_URL = "/sign-in"  # DOT's authorize page sends a signed-out browser here (?next= back to the consent page)
+
+
+def _pkce_required(client_id: str) -> bool:
+    """accounts_app.oauth.pkce_required, imported when first asked (DOT takes this setting as a callable, and the
+    module cannot be imported while settings load)."""
+    from accounts_app.oauth import pkce_required
+
+    return pkce_required(client_id)
+
+
+OAUTH2_PROVIDER = {
+    "ACCESS_TOKEN_GENERATOR": "accounts_app.oauth.new_token",
+    "REFRESH_TOKEN_GENERATOR": "accounts_app.oauth.new_token",
+    "PKCE_REQUIRED": _pkce_required,
+    "SCOPES": {"read": "Read the projects, topics, comments and viewpoints you may see", "write": "Create, change and delete topics, comments and viewpoints where your role allows"},
+    "DEFAULT_SCOPES": ["read", "write"],
+    "REQUEST_APPROVAL_PROMPT": "auto",  # consent once per client; a later sign-in reuses the approval
+    "ACCESS_TOKEN_EXPIRE_SECONDS": 3600,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": 30 * 24 * 3600,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+}
 
 REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["api.envelope.EnvelopeJSONRenderer"],
