@@ -10,12 +10,14 @@ import uuid
 
 import pytest
 
+from accounts_app.models import ProjectMember
 from coordination_app.issue_models import ClashIssue
 from coordination_app.models import ClashRun, ClashSighting
 from coordination_app.services.pinning import TOPIC_NAMESPACE
 from coordination_app.services.runs import run_request
 from coordination_app.signals import run_finished
 from issues_app.models import Comment, Issue
+from tests.accounts.people import error, person, post, signed_in
 from tests.coordination.clash_setup import B1, B2, D1, D2, DUCT_D1_CROSSING, DUCT_D1_LOWERED, federated_project, move_duct, run_test
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
@@ -196,3 +198,16 @@ def test_a_run_not_done_is_40900_and_an_unknown_run_40400(api, fed):
     assert (response.status_code, response.json()["code"]) == (409, 40900)
     response = api.post(f"{runs_url(fed, 'r_0000000000000000')}/issues", {}, format="json")
     assert (response.status_code, response.json()["code"]) == (404, 40400)
+
+
+def test_a_reviewer_pins_signed_with_their_account_and_a_viewer_reads_the_report_only(fed):
+    bob, vera = person("bob"), person("vera")
+    ProjectMember.objects.create(project=fed["project"], user=bob, role="reviewer")
+    ProjectMember.objects.create(project=fed["project"], user=vera, role="viewer")
+    run = run_test(fed["test"])
+    url = runs_url(fed, run.id)
+    assert "may not review" in error(post(signed_in(vera), f"{url}/issues", {}), 403, 40300)
+    assert signed_in(vera).get(f"{url}/report.bcfzip").status_code == 200
+    answer = post(signed_in(bob), f"{url}/issues", {"author": "someone else"})
+    assert answer.status_code == 200 and len(answer.json()["data"]["created"]) == 3
+    assert set(Issue.objects.values_list("author", "author_verified")) == {("bob", True)}
