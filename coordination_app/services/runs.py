@@ -4,8 +4,8 @@ cancel one, and the run itself inside a clash worker (core.jobs does the claim, 
 
 A run takes each model's clash geometry as its last conversion left it (clash-geometry.bin; a model converted
 before there was one, or a staged run, has its IFC meshed in the run's work folder), places it in the project frame
-(models_app.federation), selects set A's and set B's elements by class, finds the clashes (coordination_app.engine)
-and records them with their statuses (services.statuses), all in one transaction at the end: a cancelled or failed
+(models_app.federation), selects set A's and set B's elements by class, finds the clashes (coordination_app.engine,
+in a confined child process with a memory cap: services.confined) and records them with their statuses (services.statuses), all in one transaction at the end: a cancelled or failed
 run leaves no clash written.
 
     >>> run = run_request(test, trigger="agent", by="ana", staged=True)   # queued; a worker runs it
@@ -24,10 +24,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from coordination_app.engine import elements, selection
-from coordination_app.engine.clashes import ElementSet, find_clashes
+from coordination_app.engine.clashes import ElementSet
 from coordination_app.engine.errors import Cancelled
 from coordination_app.engine.geometry import build_clash_geometry
 from coordination_app.models import ClashRun, ClashTest
+from coordination_app.services.confined import RunFailed, find_clashes_confined
 from coordination_app.services.statuses import record_run
 from coordination_app.signals import run_finished
 from core import jobs
@@ -187,13 +188,13 @@ def run_claimed(run: ClashRun) -> None:
             schemas[model.id] = metadata.get("schema") or "IFC4"
             paths[model.id] = _geometry_path(model.id, staged, work_dir, lambda fraction, index=index: on_progress(
                 "meshing", 1 + int(9 * (index + fraction) / len(models))), should_stop)
-        found = find_clashes(
+        found = find_clashes_confined(
             _element_sets(test.a, placements, paths, facts, schemas), _element_sets(test.b, placements, paths, facts, schemas),
-            kind=test.kind, tolerance=test.tolerance, distance=test.distance,
+            kind=test.kind, tolerance=test.tolerance, distance=test.distance, work_dir=work_dir,
             on_progress=lambda fraction: on_progress("clashing", 10 + int(85 * fraction)), should_stop=should_stop,
         )
-        if should_stop() or not ClashRun.objects.filter(pk=run.pk, cancel_requested=False).exists():
-            raise Cancelled("cancelled")
+        if not ClashRun.objects.filter(pk=run.pk, cancel_requested=False).exists():
+            raise Cancelled("the clash run was cancelled")
         on_progress("statuses", 96)
         with transaction.atomic():  # the clashes and the run's end together: a run another worker took records nothing
             summary = record_run(run, found, facts)
@@ -203,8 +204,8 @@ def run_claimed(run: ClashRun) -> None:
                 transaction.set_rollback(True)
     except Cancelled:
         jobs.finish(CLASH_RUN, run, status=ClashRun.Status.CANCELLED, progress_phase="", progress_percent=0)
-    except ApplicationError as exc:
-        _fail(run, exc.message)
+    except (ApplicationError, RunFailed) as exc:
+        _fail(run, str(exc))
     except Exception as exc:  # noqa: BLE001 - a run that cannot go on ends failed, saying why, instead of hanging running
         logger.exception("clash run %s failed", run.id)
         _fail(run, f"the clash run could not finish: {type(exc).__name__}: {exc}")

@@ -172,3 +172,13 @@ def test_a_running_run_stops_within_a_second_of_its_cancel(api, tower):
     finally:
         worker.join(60)
     assert not Clash.objects.exists() and not runs_root().joinpath(run_id).exists()
+
+
+def test_a_run_over_its_memory_cap_fails_saying_so_and_records_nothing(api, tower, monkeypatch):
+    project, _, _ = tower
+    monkeypatch.setenv("VIEWER_CLASH_MEMORY_MB", "16")  # the engine's child cannot even load numpy under it
+    run_id = start(api, project)
+    run_queued()
+    run = run_of(api, project, run_id)
+    assert run["status"] == "failed" and "memory cap of 16 MB (VIEWER_CLASH_MEMORY_MB)" in run["error"], run["error"]
+    assert not Clash.objects.exists() and not runs_root().joinpath(run_id).exists()
