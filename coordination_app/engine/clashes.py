@@ -127,10 +127,12 @@ class _Shape:
         hull_points, hull_faces = hull
         corners = hull_points[hull_faces]
         normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
-        normals /= np.maximum(np.linalg.norm(normals, axis=1), 1e-300)[:, None]
-        planes = np.c_[normals, -np.einsum("ij,ij->i", normals, corners[:, 0])]
+        lengths = np.linalg.norm(normals, axis=1)
+        normals /= np.maximum(lengths, 1e-300)[:, None]  # a sliver of the hull keeps a zero normal: bent, no plane
+        flat = lengths > 1e-12
+        planes = np.c_[normals[flat], -np.einsum("ij,ij->i", normals[flat], corners[flat, 0])]
         self.hull_points, self.planes = hull_points, planes
-        self.normals = _unique_directions(normals)
+        self.normals = _unique_directions(normals[flat])
         self.edges = _unique_directions(_unit(_bent_edges(hull_points, hull_faces, normals)))
         self.convex = _on_hull(points[self.faces].mean(axis=1), planes, float(np.ptp(points, axis=0).max()))
 
@@ -173,7 +175,8 @@ def _bent_edges(points: np.ndarray, faces: np.ndarray, normals: np.ndarray) -> n
 
 
 def _unique_directions(unit: np.ndarray) -> np.ndarray:
-    """The directions up to sign, each once (rounded to 1e-6)."""
+    """The directions up to sign, each once (rounded to 1e-6); no zero vectors."""
+    unit = unit[np.abs(unit).max(axis=1, initial=0.0) > 1e-9] if len(unit) else unit
     if not len(unit):
         return unit.reshape(0, 3)
     first = np.argmax(np.abs(unit) > 1e-9, axis=1)
@@ -216,39 +219,85 @@ def _shells(faces: np.ndarray, count: int) -> list[np.ndarray]:
 
 
 def _closed(points: np.ndarray, faces: np.ndarray):
-    """One shell as a manifold3d solid (vertices at the same place welded; a shell whose faces all point inwards,
-    as a mirrored placement leaves them, turned out), None when it is not closed."""
+    """One shell as a manifold3d solid, None when it is not closed: vertices at the same place welded, and when
+    manifold3d refuses the faces as they are, each face turned to agree with its neighbours (ifcopenshell leaves a
+    face of a box turned now and then) and the whole turned out when it points inwards (a mirrored placement)."""
     import manifold3d
 
     corners = points[faces.reshape(-1)] + 0.0  # + 0.0: no -0.0
     _, first, inverse = np.unique(_rows(corners), return_index=True, return_inverse=True)
     welded = corners[first]
     triangles = inverse.reshape(-1, 3).astype(np.uint64)
-    for oriented in (triangles, triangles[:, ::-1].copy()):
+    attempts = [triangles, None]
+    while attempts:
+        oriented = attempts.pop(0)
+        if oriented is None:
+            oriented = _agreeing(triangles)
+            if oriented is None:
+                return None
         try:
             solid = manifold3d.Manifold(manifold3d.Mesh64(vert_properties=welded, tri_verts=oriented))
         except Exception:  # noqa: BLE001 - manifold3d refuses meshes it cannot take as they are
             return None
         if solid.status() != manifold3d.Error.NoError or solid.is_empty():
-            return None
+            continue
         if solid.volume() > 0:
             return solid
+        attempts = [oriented[:, ::-1].copy()]
     return None
+
+
+def _agreeing(triangles: np.ndarray) -> np.ndarray | None:
+    """The triangles turned so that every edge is walked once each way (a closed, consistently oriented surface),
+    None when some edge has other than two faces."""
+    edges = np.concatenate([triangles[:, [0, 1]], triangles[:, [1, 2]], triangles[:, [2, 0]]])
+    face = np.tile(np.arange(len(triangles)), 3)
+    forward = edges[:, 0] < edges[:, 1]
+    key = np.where(forward, edges[:, 0], edges[:, 1]) * (int(triangles.max()) + 1) + np.where(forward, edges[:, 1], edges[:, 0])
+    order = np.argsort(key, kind="stable")
+    key, face, forward = key[order], face[order], forward[order]
+    if len(key) % 2 or not (key[0::2] == key[1::2]).all():
+        return None
+    neighbours: list[list[tuple[int, bool]]] = [[] for _ in range(len(triangles))]
+    for one, two, same in zip(face[0::2].tolist(), face[1::2].tolist(), (forward[0::2] == forward[1::2]).tolist()):
+        neighbours[one].append((two, same))  # same: both walk the edge the same way, so one of them must turn
+        neighbours[two].append((one, same))
+    flip = np.full(len(triangles), -1)
+    for start in range(len(triangles)):
+        if flip[start] >= 0:
+            continue
+        flip[start], stack = 0, [start]
+        while stack:
+            current = stack.pop()
+            for other, same in neighbours[current]:
+                wanted = flip[current] ^ int(same)
+                if flip[other] < 0:
+                    flip[other] = wanted
+                    stack.append(other)
+                elif flip[other] != wanted:
+                    return None  # a one-sided surface
+    turned = triangles.copy()
+    turned[flip == 1] = turned[flip == 1][:, ::-1]
+    return turned
 
 
 def _solid(points: np.ndarray, faces: np.ndarray):
     """The element as one manifold3d solid: all its faces welded into one closed solid, else the union of its shells
-    (shells that touch do not weld into one solid), each closed; None when neither."""
+    (shells that touch do not weld into one solid), a shell that is not closed taken as its convex hull (the
+    approximation: larger than what it would hold); None when nothing has a volume."""
     import manifold3d
 
     whole = _closed(points, faces)
     if whole is not None:
         return whole
-    shells = _shells(faces, len(points))
-    if len(shells) < 2:
-        return None
-    solids = [_closed(points, faces[shell]) for shell in shells]
-    if not solids or any(solid is None for solid in solids):
+    solids = []
+    for shell in _shells(faces, len(points)):
+        solid = _closed(points, faces[shell])
+        if solid is None:
+            solid = manifold3d.Manifold.hull_points(points[np.unique(faces[shell])])
+        if not solid.is_empty() and solid.volume() > 0:
+            solids.append(solid)
+    if not solids:
         return None
     return solids[0] if len(solids) == 1 else manifold3d.Manifold.batch_boolean(solids, manifold3d.OpType.Add)
 
@@ -443,21 +492,26 @@ def separation(first: _Shape, second: _Shape, enough: float = -np.inf) -> tuple[
 
 
 def shared_solid(first: _Shape, second: _Shape) -> tuple[float, float] | None:
-    """(volume, thickness) of the solid the two elements share (manifold3d's exact intersection; thickness: its
-    smallest width across its hull's faces), None when either is not a closed solid."""
+    """(volume, thickness) of the thickest connected part of the solid the two elements share (manifold3d's exact
+    intersection; a part's thickness: its smallest width across its hull's faces), None when either has no
+    volume."""
     one, two = first.manifold(), second.manifold()
     if one is None or two is None:
         return None
     shared = one ^ two.translate(tuple(second.origin - first.origin))
-    volume = float(shared.volume())
-    if volume <= 0:
+    if shared.is_empty() or shared.volume() <= 0:
         return 0.0, 0.0
-    hull = _hull(np.asarray(shared.to_mesh64().vert_properties)[:, :3])
-    if hull is None:
-        return volume, 0.0
-    points, faces = hull
-    widths = points @ _unique_directions(_unit(np.cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]]))).T
-    return volume, float((widths.max(axis=0) - widths.min(axis=0)).min())
+    best = (0.0, 0.0)
+    for part in shared.decompose():
+        hull = _hull(np.asarray(part.to_mesh64().vert_properties)[:, :3])
+        if hull is None:
+            continue
+        points, faces = hull
+        directions = _unique_directions(_unit(np.cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]])))
+        if len(directions):
+            widths = points @ directions.T
+            best = max(best, (float((widths.max(axis=0) - widths.min(axis=0)).min()), float(part.volume())))
+    return best[1], best[0]
 
 
 def _segment_distances(p1, q1, p2, q2):
