@@ -81,7 +81,7 @@ class IssueListView(UploadLimit, APIView):
     def post(self, request, model_id):
         model_get(model_id)
         data = validated(IssueInputSerializer, _issue_part(request))
-        issue = services.issue_create(model_id=model_id, data=data, screenshot=request.FILES.get("screenshot"), signature=signed_by(request, data["author"]))
+        issue = services.issue_create(model_id=model_id, data=data, screenshot=request.FILES.get("screenshot"), signature=signed_by(request, data["author"]), by=Principal.of(request))
         return Response(IssueSerializer(issue).data)
 
 
@@ -93,7 +93,7 @@ class IssueDetailView(APIView):
         issue = selectors.issue_get(model_id, issue_id)
         changes = validated(IssuePatchSerializer, json_object(request), {"kept_urls": issue_image_urls(issue)})
         signature = signed_by(request, changes.get("modifiedAuthor"))
-        return Response(IssueSerializer(services.issue_update(model_id=model_id, issue_id=issue_id, changes=changes, signature=signature)).data)
+        return Response(IssueSerializer(services.issue_update(model_id=model_id, issue_id=issue_id, changes=changes, signature=signature, by=Principal.of(request))).data)
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete an issue and its screenshot")
     def delete(self, request, model_id, issue_id):
@@ -113,7 +113,7 @@ class CommentListView(APIView):
         selectors.issue_get(model_id, issue_id)
         data = validated(CommentInputSerializer, json_object(request))
         comment = services.comment_add(model_id=model_id, issue_id=issue_id, text=data["text"], viewpoint_guid=data.get("viewpointGuid"),
-                                       signature=signed_by(request, data["author"]))
+                                       signature=signed_by(request, data["author"]), by=Principal.of(request))
         return Response(CommentSerializer(comment).data)
 
 
@@ -125,7 +125,7 @@ class CommentDetailView(APIView):
         selectors.comment_get(model_id, issue_id, comment_id)
         changes = validated(CommentPatchSerializer, json_object(request))
         signature = signed_by(request, changes.get("modifiedAuthor"))
-        comment = services.comment_update(model_id=model_id, issue_id=issue_id, comment_id=comment_id, changes=changes, signature=signature)
+        comment = services.comment_update(model_id=model_id, issue_id=issue_id, comment_id=comment_id, changes=changes, signature=signature, by=Principal.of(request))
         return Response(CommentSerializer(comment).data)
 
     @extend_schema(responses={200: OpenApiResponse(description="data: null")}, summary="Delete a comment")

@@ -37,8 +37,15 @@ def _locked_issue(model_id: str, issue_id: str) -> Issue:
     return Issue.objects.select_for_update().get(pk=issue_id)
 
 
+def _audit_comment(by: Principal | None, action: str, issue: Issue, comment: Comment, changes: list) -> None:
+    """comment.create / comment.update in the audit trail (the BCF API's comment events read them)."""
+    if by is not None:
+        audit_record(by, action, object=f"comment:{comment.guid}", project_id=project_of_model(issue.model_id),
+                     detail={"topic_guid": issue.bcf_topic_guid, "comment_guid": comment.guid, "changes": changes})
+
+
 def comment_add(*, model_id: str, issue_id: str, text: str, author: str = DEFAULT_AUTHOR, viewpoint_guid: str | None = None,
-                signature: Signature | None = None) -> Comment:
+                signature: Signature | None = None, by: Principal | None = None) -> Comment:
     """A new comment at the end of the issue's thread; viewpoint_guid must name one of the issue's viewpoints.
     `signature`, when given, signs it instead of `author`."""
     signature = signature or Signature(author or DEFAULT_AUTHOR)
@@ -52,10 +59,12 @@ def comment_add(*, model_id: str, issue_id: str, text: str, author: str = DEFAUL
         comment = Comment.objects.create(issue=issue, text=text, author=signature.author, author_verified=signature.verified,
                                          viewpoint_guid=viewpoint_guid or "")
         _touch_issue(issue, signature)
+    _audit_comment(by, "comment.create", issue, comment, [["text", None, text], ["viewpoint_guid", None, viewpoint_guid or ""]])
     return comment
 
 
-def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: dict, signature: Signature | None = None) -> Comment:
+def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: dict, signature: Signature | None = None,
+                   by: Principal | None = None) -> Comment:
     """changes: text, viewpointGuid (None or "" removes the reference), modifiedAuthor. A real change sets
     modifiedDate and modifiedAuthor (`signature`, else changes' modifiedAuthor); nothing given changes nothing."""
     if "text" in changes and not (changes["text"] or "").strip():
@@ -67,7 +76,7 @@ def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: di
         comment = comment_of_issue(issue, comment_id)
         if "viewpointGuid" in changes:
             _check_viewpoint_guid(issue, changes["viewpointGuid"])
-        fields = []
+        fields, before = [], {"text": comment.text, "viewpoint_guid": comment.viewpoint_guid}
         if "text" in changes and changes["text"] != comment.text:
             comment.text = changes["text"]
             fields.append("text")
@@ -80,6 +89,7 @@ def comment_update(*, model_id: str, issue_id: str, comment_id: str, changes: di
             comment.modified_author, comment.modified_author_verified = signature.author, signature.verified
             comment.save(update_fields=[*fields, "modified_date", "modified_author", "modified_author_verified"])
             _touch_issue(issue, signature)
+            _audit_comment(by, "comment.update", issue, comment, [[field, before[field], getattr(comment, field)] for field in fields])
     return comment
 
 

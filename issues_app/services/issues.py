@@ -37,8 +37,10 @@ from models_app.selectors import model_get, project_of_model
 TOPIC_FIELDS = {
     "title": "title", "comment": "comment", "status": "status", "topicType": "topic_type", "priority": "priority", "labels": "labels",
     "assignedTo": "assigned_to", "dueDate": "due_date", "stage": "stage", "referenceLinks": "reference_links",
-    "relatedTopics": "related_topics", "documentReferences": "document_references",
+    "relatedTopics": "related_topics", "documentReferences": "document_references", "headerFiles": "bcf_header_files",  # headerFiles: BCF API only
 }
+
+CREATE_AUDITED = ("title", "comment", "status", "topic_type", "priority", "labels", "assigned_to", "due_date", "stage")
 
 
 def _check_screenshot(upload) -> None:
@@ -73,9 +75,16 @@ def assignee_is_member(model_id: str, assigned_to: str) -> bool:
     return bool(project_id) and ProjectMember.objects.filter(project_id=project_id, user__username=assigned_to).exists()
 
 
-def issue_create(*, model_id: str, data: dict, screenshot=None, signature: Signature | None = None) -> Issue:
+def _audit_issue(by: Principal | None, action: str, issue: Issue, changes: list | None = None) -> None:
+    """issue.create / issue.update in the audit trail (the BCF API's topic events read them); changes: [[column, old, new]]."""
+    if by is not None:
+        plain = [[column, old.isoformat() if hasattr(old, "isoformat") else old, new.isoformat() if hasattr(new, "isoformat") else new] for column, old, new in changes or ()]
+        audit_record(by, action, object=f"issue:{issue.id}", project_id=project_of_model(issue.model_id), detail={"topic_guid": issue.bcf_topic_guid, "changes": plain})
+
+
+def issue_create(*, model_id: str, data: dict, screenshot=None, signature: Signature | None = None, by: Principal | None = None) -> Issue:
     """data: validated fields (entityId, entityName, entityType, title, comment, author, provenance, camera, the topic
-    fields and viewpoints). `signature`, when given, signs the issue instead of data's author. A screenshot becomes the snapshot of the first viewpoint (which then must have none of its
+    fields and viewpoints; status and topicGuid from a BCF API client). `by` (who creates) is recorded in the audit trail. `signature`, when given, signs the issue instead of data's author. A screenshot becomes the snapshot of the first viewpoint (which then must have none of its
     own); without a screenshot, a PNG snapshot of the first viewpoint is the screenshot. Without a camera, the first
     viewpoint's camera is the issue's."""
     model = model_get(model_id)
@@ -95,10 +104,11 @@ def issue_create(*, model_id: str, data: dict, screenshot=None, signature: Signa
         author_verified=bool(signature and signature.verified),
         provenance=data.get("provenance") or Provenance.UI.value,
         camera=data.get("camera") or (camera_of(viewpoints[0]) if viewpoints else None),
+        status=data.get("status") or Issue.Status.OPEN,
         **_topic_values(data),
     )
     issue.assigned_to_member = assignee_is_member(model.id, issue.assigned_to)
-    issue.bcf_topic_guid = bcf.topic_guid_for(model.id, issue.id)
+    issue.bcf_topic_guid = data.get("topicGuid") or bcf.topic_guid_for(model.id, issue.id)
     with file_batch(model.id, issue.id) as batch:
         with transaction.atomic():
             if screenshot is not None:
@@ -110,6 +120,7 @@ def issue_create(*, model_id: str, data: dict, screenshot=None, signature: Signa
             if viewpoints and screenshot is None:
                 issue.screenshot = screenshot_of(issue.viewpoints)
             issue.save(force_insert=True)
+    _audit_issue(by, "issue.create", issue, [[column, None, getattr(issue, column)] for column in CREATE_AUDITED if getattr(issue, column)])
     return issue
 
 
@@ -124,7 +135,7 @@ def _check_references(issue: Issue, viewpoints: list[dict] | None, document_refe
             raise Invalid(f"documentReferences: document {reference['documentGuid']} is not stored with this model")
 
 
-def issue_update(*, model_id: str, issue_id: str, changes: dict, signature: Signature | None = None) -> Issue:
+def issue_update(*, model_id: str, issue_id: str, changes: dict, signature: Signature | None = None, by: Principal | None = None) -> Issue:
     """Only the given fields change (row lock, so concurrent changes of other fields survive); nothing given
     changes nothing. A change sets modifiedAt (now) and modifiedAuthor (`signature`, else changes' modifiedAuthor). New viewpoints replace the issue's; images
     no viewpoint keeps are removed."""
@@ -135,6 +146,7 @@ def issue_update(*, model_id: str, issue_id: str, changes: dict, signature: Sign
             _check_references(issue, changes.get("viewpoints"), changes.get("documentReferences"))
             images_before = issue_image_urls(issue)
             fields = [column for name, column in TOPIC_FIELDS.items() if name in changes and getattr(issue, column) != changes[name]]
+            changed = [[column, getattr(issue, column), changes[name]] for name, column in TOPIC_FIELDS.items() if column in fields]
             for name, column in TOPIC_FIELDS.items():
                 if column in fields:
                     setattr(issue, column, changes[name])
@@ -158,6 +170,7 @@ def issue_update(*, model_id: str, issue_id: str, changes: dict, signature: Sign
                 issue.modified_author = (signature.author if signature else changes.get("modifiedAuthor")) or DEFAULT_AUTHOR
                 issue.modified_author_verified = bool(signature and signature.verified)
                 issue.save(update_fields=[*fields, "modified_at", "modified_author", "modified_author_verified", "updated_at"])
+                _audit_issue(by, "issue.update", issue, changed)
     remove_unused_images(issue, images_before)
     return issue
 
