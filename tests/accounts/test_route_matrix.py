@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from accounts_app.models import Account, ApiToken, ProjectMember, ShareLink
 from accounts_app.roles import Capability
-from accounts_app.secrets import SHARE_COOKIE, SHARE_PREFIX, TOKEN_PREFIX, new_secret, sha256
+from accounts_app.secrets import OAUTH_PREFIX, SHARE_COOKIE, SHARE_PREFIX, TOKEN_PREFIX, new_secret, sha256
 from chat_app.models import ChatSession
 from models_app.models import IfcModel, Project, ProjectModel
 from viewer_gateway import access_rules
@@ -94,6 +94,17 @@ def _token(user, *, scope="write", expires_at=None, revoked=False) -> str:
     return secret
 
 
+def _oauth_token(user, *, scope="read write", expires_in=timedelta(hours=1)) -> str:
+    """An access token of a BCF API client (django-oauth-toolkit), as its token endpoint stores one."""
+    from oauth2_provider.models import get_access_token_model, set_token_value
+
+    secret = new_secret(OAUTH_PREFIX)
+    token = get_access_token_model()(user=user, scope=scope, expires=timezone.now() + expires_in)
+    set_token_value(token, secret)
+    token.save()
+    return secret
+
+
 def _share_link(project) -> str:
     secret = new_secret(SHARE_PREFIX)
     ShareLink.objects.create(project=project, secret_sha256=sha256(secret), expires_at=timezone.now() + timedelta(days=1))
@@ -117,6 +128,13 @@ def callers(world) -> dict[str, dict]:
         "owner's read-only token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_token(users['olga'], scope='read', expires_at=in_days)}"},
                                     "scoped": {C.VIEW, C.DOWNLOAD}, "unscoped": {C.PUBLIC, C.SIGNED_IN}},
         "share link": {"cookie": _share_link(world["project"]), "scoped": {C.VIEW}, "unscoped": {C.PUBLIC, C.SIGNED_IN}},
+        # BCF API clients' OAuth2 access tokens: the user's roles; without the write scope read-only
+        "reviewer's OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_oauth_token(users['rita'])}"},
+                                   "scoped": SCOPED_BY_ROLE["reviewer"], "unscoped": UNSCOPED_BY_SERVER_ROLE["user"]},
+        "owner's read OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_oauth_token(users['olga'], scope='read')}"},
+                                     "scoped": {C.VIEW, C.DOWNLOAD}, "unscoped": {C.PUBLIC, C.SIGNED_IN}},
+        "expired OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_oauth_token(users['olga'], expires_in=timedelta(seconds=-1))}"}, "refused": 40100},
+        "wrong OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {OAUTH_PREFIX}not-a-token"}, "refused": 40100},
     }
     for username, role in [("olga", "owner"), ("ed", "editor"), ("rita", "reviewer"), ("vic", "viewer")]:
         table[role] = {"session": users[username], "scoped": SCOPED_BY_ROLE[role], "unscoped": UNSCOPED_BY_SERVER_ROLE["user"]}
