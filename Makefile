@@ -71,7 +71,7 @@ lint: $(PIP_STAMP)
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/ruff check --no-cache .
 
-BENCHES := conversion review_api sandbox semantic_diff diff_geometry proxy chat_stream turn_overhead scale_out ids_check web_open
+BENCHES := conversion review_api sandbox semantic_diff diff_geometry proxy chat_stream turn_overhead scale_out ids_check web_open clash
 
 bench: setup
 	@set -e; for name in $(BENCHES); do echo "== bench/$$name.py"; $(PY) bench/$$name.py; done
