@@ -30,7 +30,7 @@ HEADER = struct.Struct("<BBHII")  # tag, class length, GlobalId length, vertex c
 END_RECORD = struct.Struct("<B3xI")
 PLACE_DOUBLES = 9  # origin, bounds
 ALIGN = 8
-WRITER_MODULE = "models_app.conversion.clash_geometry"
+WRITER_MODULE = "models_app.conversion.clash_meshing"
 POLL_SECONDS = 0.1
 
 
@@ -110,11 +110,12 @@ def load(path: Path | str) -> ModelGeometry:
 
 
 def build_clash_geometry(ifc_path: Path | str, out_path: Path | str, on_progress=lambda fraction: None, *,
-                         should_stop=lambda: False, threads: int = 1) -> int:
+                         should_stop=lambda: False, threads: int = 1, memory_mb: int = 0) -> int:
     """Meshes the IFC at ifc_path into out_path (clash-geometry.bin, moved into place when complete) in a child
-    process running the conversion's meshing; returns how many elements it holds. Raises Cancelled when
-    should_stop() turns true (the child is killed), RuntimeError when the child fails."""
-    command = [sys.executable, "-m", WRITER_MODULE, str(ifc_path), str(out_path), "--threads", str(threads)]
+    process running the conversion's meshing (its address space capped at memory_mb, 0: no cap; not the
+    conversion's sandbox: for IFCs this service made, such as the agent's staged product); returns how many elements
+    it holds. Raises Cancelled when should_stop() turns true (the child is killed), RuntimeError when it fails."""
+    command = [sys.executable, "-m", WRITER_MODULE, str(ifc_path), str(out_path), "--threads", str(threads), "--memory-mb", str(memory_mb)]
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     errors = tempfile.TemporaryFile("w+")  # a file, not a pipe: ifcopenshell's warnings can never block the child

@@ -1,0 +1,62 @@
+"""Meshing an IFC that is not converted (the agent's staged product) into clash-geometry.bin alone, for the clash
+engine (coordination_app.engine.geometry.build_clash_geometry runs this module in a child process):
+
+    python -m models_app.conversion.clash_meshing IFC OUT [--threads N] [--memory-mb M]
+"""
+
+from __future__ import annotations
+
+
+def mesh_ifc(ifc_path: str, out_path: str, threads: int = 1, on_progress=lambda fraction: None) -> int:
+    """clash-geometry.bin of an IFC that is not converted (the agent's staged product): the conversion's meshing
+    (geometry.write_geometry) without its other outputs, written beside out_path and moved into place when
+    complete; returns how many elements it holds."""
+    import os
+    import tempfile
+
+    import ifcopenshell
+
+    from models_app.conversion.geometry import write_geometry
+
+    ifc = ifcopenshell.open(ifc_path)
+    folder = os.path.dirname(os.path.abspath(out_path))
+    fd, temp = tempfile.mkstemp(prefix=".clash-geometry.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
+            count = write_geometry(ifc, None, threads, on_progress, clash_handle=handle)
+        os.replace(temp, out_path)
+    except BaseException:
+        os.unlink(temp)
+        raise
+    return count
+
+
+def main(argv=None) -> int:
+    """mesh_ifc, with progress as JSON lines {"progress": fraction} and a last line {"elements": n} on stdout; the
+    process's address space capped at --memory-mb (0: no cap)."""
+    import argparse
+    import json
+    import sys
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("ifc")
+    parser.add_argument("out")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--memory-mb", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.memory_mb:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (args.memory_mb << 20, args.memory_mb << 20))
+
+    def progress(fraction: float) -> None:
+        print(json.dumps({"progress": round(fraction, 4)}), flush=True)
+
+    count = mesh_ifc(args.ifc, args.out, args.threads, progress)
+    print(json.dumps({"elements": count}), flush=True)
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
