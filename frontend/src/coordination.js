@@ -5,7 +5,8 @@
 // cancel, the summary); a run's clashes, grouped (by proximity, storey, element, class pair) and filtered by status.
 // A click on a clash opens the project federated if it is not on screen, flies to the clash, shows its two
 // elements alone in A's and B's colours and marks its point; Previous / Next step through the list; a clash's review
-// status and assignee are set here; a run's clashes (each, or each group) are pinned as issues.
+// status and assignee are set here; a run's clashes (each, or each group) are pinned as issues, or downloaded as a
+// BCF 3.0 report.
 //
 // Defining and deleting tests needs the edit capability, running, cancelling, reviewing and pinning the review
 // capability (account.js hides those controls without it; the hints say why). Reading needs neither.
@@ -113,7 +114,8 @@ export class CoordinationPanel {
         h("span", { class: "legend" }, h("i", { style: `background:${rgb(CLASH_COLOURS.a)}` }), " A ", h("i", { style: `background:${rgb(CLASH_COLOURS.b)}` }), " B")),
       this.detail, this.clashList,
       h("div", { class: "coord-pin", "data-needs": "review" }, this.pinPer,
-        h("button", { type: "button", "data-testid": "coord-pin", i18n: "Pin as issues", onClick: () => this.pin() })));
+        h("button", { type: "button", "data-testid": "coord-pin", i18n: "Pin as issues", onClick: () => this.pin() })),
+      h("button", { type: "button", "data-testid": "coord-report", i18n: "BCF report", onClick: () => this.downloadReport() }));
     this.results.hidden = true;
     this.body = h("div", { class: "coord-body", hidden: true },
       section("Models of the project", "coord-models-section", this.openButton, this.modelTable),
@@ -553,6 +555,15 @@ export class CoordinationPanel {
     if (index >= 0) this.clashes[index] = { ...this.clashes[index], ...changed };
     toast(t("Clash saved"));
     this.renderClashes();
+  }
+
+  async downloadReport() {
+    const run = this.run;
+    const blob = await guarded(() => this.app.api.blob(`${this.runPath(run.runId)}/report.bcfzip`), "Downloading the BCF report failed");
+    if (!blob) return;
+    const link = h("a", { href: URL.createObjectURL(blob), download: `${this.test}-${run.runId}.bcfzip` });
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
   }
 
   async pin() {

@@ -427,6 +427,7 @@ const ZH = {
   "{count} clash(es)": "{count} 个碰撞",
   "{count} of the clash's two elements are on screen (a model not shown, or an element gone)": "碰撞的两个构件中有 {count} 个在屏幕上（某模型未显示或构件已不存在）",
   "{name} has not run yet.": "{name} 尚未运行。",
+  "BCF report": "BCF 报告",
 };
 
 const STORAGE_KEY = "viewerLanguage";

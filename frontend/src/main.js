@@ -109,12 +109,13 @@ class App {
     return match ? match[1] : null;
   }
 
-  // #project=p_... (a project's link, a share link of a whole project) opens the project's models federated; where
-  // the server places none (no ready model, no federation route) its first ready model in the list opens instead
+  // #project=p_... (a project's link, a share link of a whole project) opens the project's models federated; a
+  // project of one ready model, or one the server places none of (no federation route), opens its first ready
+  // model in the list instead (the list holds only what a share link shows)
   openProjectFromHash() {
     const projectId = this.hashProjectId();
     if (!projectId) return false;
-    this.openFederation(projectId).then((opened) => {
+    this.openFederation(projectId, { atLeast: 2 }).then((opened) => {
       const first = this.models.models.find((m) => m.status === "ready");
       if (!opened && first) this.openModel(first.id);
     });
@@ -218,8 +219,8 @@ class App {
 
   // A project's ready models in one 3D view (GET projects/{pid}/federation: each model's matrix to the project
   // frame). The first ready model is the open one until an element of another is picked. False when the server
-  // places none (no route, no ready model, no right to view), with nothing changed.
-  async openFederation(projectId) {
+  // places fewer than `atLeast` ready models (no route, no right to view), with nothing changed.
+  async openFederation(projectId, { atLeast = 1 } = {}) {
     let federation;
     try {
       federation = await this.api.get(`/projects/${projectId}/federation`);
@@ -228,7 +229,7 @@ class App {
       return false;
     }
     const ready = federation.models.filter((m) => m.status === "ready");
-    if (!ready.length) return false;
+    if (!ready.length || ready.length < atLeast) return false;
     if (!ready.every((m) => this.models.models.some((known) => known.id === m.modelId))) await this.models.refresh();
     const listed = (id) => this.models.models.find((m) => m.id === id);
     const models = federation.models.map((m) => ({ ...m, name: (listed(m.modelId) || {}).name || m.modelId }));
