@@ -23,7 +23,6 @@ from core.errors import Conflict, Invalid, NotFound
 from issues_app import bcf, services
 from issues_app.models import DEFAULT_TOPIC_TYPE, Comment, Issue
 from issues_app.serializers import (
-    CommentInputSerializer,
     DocumentReferenceSerializer,
     IssueInputSerializer,
     IssuePatchSerializer,
@@ -249,7 +248,10 @@ def _viewpoint_guid(issue: Issue, value) -> str:
 
 def _comment_text(body: dict) -> str:
     text = body.get("comment")
-    validated(CommentInputSerializer, {"text": text})
+    if not isinstance(text, str) or not text.strip():
+        raise Invalid("comment: a comment needs text", data={"field": "comment"})
+    if len(text) > services.COMMENT_MAX_CHARS:
+        raise Invalid(f"comment: at most {services.COMMENT_MAX_CHARS} characters", data={"field": "comment"})
     return text
 
 

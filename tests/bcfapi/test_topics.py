@@ -10,9 +10,12 @@ import uuid
 import pytest
 
 from issues_app.models import Issue
-from tests.bcfapi.topic_helpers import answer, send, team  # noqa: F401
+from models_app.storage import model_dir
+from tests.bcfapi import topic_helpers
+from tests.bcfapi.topic_helpers import answer, send
 
 pytestmark = pytest.mark.django_db
+team = topic_helpers.team
 
 TOPIC = "Collaboration/Topic/topic_GET.json"
 
@@ -151,7 +154,7 @@ def test_related_topics_name_other_topics_of_the_project(team):
 
 def test_files_information_lists_the_models_and_a_topic_takes_them_as_files(team):
     rita = team.clients["rita"]
-    (team.model and __import__("models_app.storage", fromlist=["model_dir"]).model_dir(team.model.id) / "metadata.json").write_text(
+    (model_dir(team.model.id) / "metadata.json").write_text(
         json.dumps({"projectId": "0J$yPqHBD12v72y4qF6XcD", "metaObjects": []}))
     information = answer(rita, "GET", f"{team.base}/files_information", schema="Collaboration/File/project_files_information_GET.json")
     assert len(information) == 1
