@@ -8,6 +8,7 @@ from django.urls import path
 from oauth2_provider.views import RevokeTokenView, TokenView
 
 from accounts_app.oauth import ConsentView
+from bcfapi_app import topic_urls
 from bcfapi_app.foundation_views import AuthView, CurrentUserView, VersionsView
 from bcfapi_app.project_views import ExtensionsView, ProjectDetailView, ProjectListView
 
@@ -23,4 +24,5 @@ urlpatterns = [
     path("bcf/3.0/projects", ProjectListView.as_view(), name="bcf-projects"),
     path(PROJECT, ProjectDetailView.as_view(), name="bcf-project"),
     path(f"{PROJECT}/extensions", ExtensionsView.as_view(), name="bcf-extensions"),
+    *topic_urls.urlpatterns,
 ]
