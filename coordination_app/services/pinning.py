@@ -29,7 +29,7 @@ from django.db import transaction
 from api.signatures import Signature
 from coordination_app.grouping import group_ids, grouping_checked
 from coordination_app.issue_models import ClashIssue
-from coordination_app.models import Clash, ClashRun, ClashSighting, ClashTest
+from coordination_app.models import PRESENT, Clash, ClashRun, ClashSighting, ClashTest
 from coordination_app.selectors import clash_run_get
 from core.errors import Conflict, Invalid
 from core.provenance import Provenance
@@ -46,7 +46,6 @@ TOPIC_TYPE = "Clash"
 LABEL = "Clash"
 PER_CLASH, PER_GROUP = "clash", "group"
 PIN_MODES = (PER_CLASH, PER_GROUP)
-GONE = (Clash.Status.RESOLVED, Clash.Status.MISSING)
 COLOR_A, COLOR_B = "E8412C", "2C7BE8"  # a element red, b element blue
 SECTION_MARGIN = 0.5  # metres the section box reaches beyond the clash point at least
 SECTION_REACH = 2.0  # metres the section box reaches beyond the clash point at most (the elements may be long)
@@ -118,7 +117,7 @@ def done_run(run: ClashRun) -> ClashRun:
 def present_facts(run: ClashRun, *, approved: bool = True) -> list[ClashFacts]:
     """The clashes the run found present, by clash id; without the approved ones (accepted as they are) when
     approved=False."""
-    sightings = ClashSighting.objects.filter(run=run).exclude(status__in=GONE).select_related("clash")
+    sightings = ClashSighting.objects.filter(run=run, status__in=PRESENT).select_related("clash")
     if not approved:
         sightings = sightings.exclude(clash__review_status=Clash.Review.APPROVED)
     return sorted((ClashFacts.of(s) for s in sightings), key=lambda f: f.clash_id)
@@ -389,7 +388,7 @@ def clash_run_settle_issues(run_id: str) -> dict:
         for link in ClashIssue.objects.select_for_update().select_related("issue", "last_run").filter(test=run.test):
             if link.last_run is not None and (link.last_run_id == run.pk or link.last_run.created_at > run.created_at):
                 continue
-            present = [clash_id for clash_id in link.clash_ids if statuses.get(clash_id) not in (None, *GONE)]
+            present = [clash_id for clash_id in link.clash_ids if statuses.get(clash_id) in PRESENT]
             named = f"clash run {run.pk} of test \"{run.test.name}\""
             if not present and link.issue.status != Issue.Status.RESOLVED:
                 _set_status(link, Issue.Status.RESOLVED, SYSTEM_SIGNATURE, f"Resolved by {named}: its clashes are gone ({_status_words(link, statuses)}).")
