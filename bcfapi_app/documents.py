@@ -21,6 +21,7 @@ from api.signatures import signature_of
 from bcfapi_app import topics
 from bcfapi_app.models import ProjectDocument
 from core.errors import Conflict, Invalid, NotFound, TooLarge
+from core.limits import size_limit_message
 from issues_app import bcf
 from issues_app.issue_files import document_path, issues_folder_for_writing, store_file
 
@@ -86,7 +87,7 @@ def document_create(*, project_id: str, chunks, filename: str, guid: str | None,
         for chunk in chunks:
             size[0] += len(chunk)
             if size[0] > DOCUMENT_MAX_BYTES:
-                raise TooLarge(f"a document is at most {DOCUMENT_MAX_BYTES // (1024 * 1024)} MB")
+                raise TooLarge(size_limit_message(DOCUMENT_MAX_BYTES, "document"))
             digest.update(chunk)
             handle.write(chunk)
 

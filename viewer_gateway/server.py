@@ -11,6 +11,7 @@ from core.limits import (
     BCF_ARCHIVE_MAX_BYTES,
     DEFAULT_BODY_BYTES,
     IDS_MAX_BYTES,
+    MEGABYTE,
     MULTIPART_OVERHEAD_BYTES,
     PLAN_FILE_BYTES,
     SCREENSHOT_MAX_BYTES,
@@ -30,6 +31,8 @@ _ROUTE_LIMITS = {
     ("PUT", "ids-file"): lambda: IDS_MAX_BYTES,
     ("POST", "check-list"): lambda: IDS_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
     ("PUT", "edit-proxy-script"): lambda: SCRIPT_BODY_BYTES,
+    ("POST", "bcf-viewpoints"): lambda: 40 * MEGABYTE,  # a BCF API viewpoint with its snapshot and bitmaps in base64
+    ("POST", "bcf-documents"): lambda: 50 * MEGABYTE + MULTIPART_OVERHEAD_BYTES,  # bcfapi_app.documents.DOCUMENT_MAX_BYTES
 }
 
 
