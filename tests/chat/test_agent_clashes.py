@@ -11,6 +11,7 @@ does), the staged run by the tool itself, each model.ifc meshed and clashed by t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -19,10 +20,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.db import connection
 
+from api.signatures import Signature
 from chat_app import services
+from chat_app.agent.clash_tools import run_clash_test
+from chat_app.agent.tools import ToolCall
 from chat_app.models import PendingQuestion, Turn
 from coordination_app.models import ClashRun, ClashSighting
 from coordination_app.services.runs import clash_run_now
+from core.cancellation import CancelGuard, Cancelled, cancellable
 from models_app.public import model_dir
 from tests.coordination.clash_helpers import write_boxes_ifc
 from tests.coordination.clash_setup import B1, B2, D1, D2, DUCT_D1_LOWERED, boxes_of, ducts, federated_project
@@ -182,3 +187,33 @@ def test_the_clash_tools_need_a_project_and_a_known_test(session, fake):
     fake.script(Reply().tool("read_clashes", {"name": "ducts-beams"}, call_id="call_none"), Reply().text("Not run yet."))
     services.message_post(session_id=session["session"].id, text="and in ducts-beams?")
     assert "has no done run yet" in tool_results(fake)["call_none"]
+
+
+@dataclasses.dataclass
+class TurnContext:
+    """What a tool sees of a turn (chat_app.agent.tools.ToolContext)."""
+
+    project_id: str
+    session_id: str = "s"
+    turn_id: str | None = None
+    model_id: str | None = None
+    subagent_id: str = ""
+    signature: Signature = Signature("agent")
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_an_aborted_turn_cancels_the_run_it_waits_for(staged):
+    """The turn was aborted (its cancel guard cancelled): run_clash_test stops waiting and cancels its run, queued
+    (cancelled at once) or already running in the tool's thread (it stops at its next poll)."""
+    fed = federated_project()
+    guard = CancelGuard()
+    guard.cancel()
+    call = ToolCall(ctx=TurnContext(project_id=fed["project"].id), arguments={"name": "ducts-beams", "staged": staged})
+    with cancellable(guard), pytest.raises(Cancelled):
+        run_clash_test(call)
+    run = ClashRun.objects.get()
+    deadline = time.monotonic() + 30
+    while run.status not in ("cancelled", "done", "failed") and time.monotonic() < deadline:
+        time.sleep(0.1)
+        run.refresh_from_db()
+    assert (run.staged, run.status, run.cancel_requested) == (staged, "cancelled", True)
