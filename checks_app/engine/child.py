@@ -1,5 +1,5 @@
-"""One IDS check, run in its sandbox (checks_app/engine/runner.py; a crash or memory blow-up in a native library
-takes only this process down):
+"""One IDS check, in its sandbox: forked from the check worker's warm zygote (checks_app/engine/zygote.py, which the
+runner uses), or as a process of its own (a crash or memory blow-up in a native library takes only it down):
 
     python -m checks_app.engine.child --ifc /proc/self/fd/N --job /proc/self/fd/M --out /proc/self/fd/K [--memory-mb N]
 
@@ -36,24 +36,25 @@ def main(argv=None) -> int:
         limit = args.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     try:
-        return run(args)
+        return check_files(args.ifc, args.job, args.out)
     except MemoryError:
         sys.stderr.write(f"the check ran out of memory (limit {args.memory_mb} MB)\n")
         return MEMORY_EXIT_CODE
 
 
-def run(args) -> int:
+def check_files(ifc_path: Path, job_path: Path, out_path: Path) -> int:
+    """Checks the IFC at ifc_path as the job at job_path says, writes the result to out_path; the exit code."""
     import ifcopenshell
 
     from checks_app.engine.ids_engine import IdsSource, check_model
     from checks_app.engine.overrides import apply_overrides
     from checks_app.engine.xsd_patterns import PatternUnsupported
 
-    job = json.loads(args.job.read_text(encoding="utf-8"))
+    job = json.loads(job_path.read_text(encoding="utf-8"))
     sources = [IdsSource(item["name"], item["content"]) for item in job["ids"]]
     report("reading", 10)
     try:
-        ifc = ifcopenshell.open(str(args.ifc))
+        ifc = ifcopenshell.open(str(ifc_path))
     except Exception as exc:  # ifcopenshell raises several types for unsupported schemas and parse errors
         sys.stderr.write(f"ifcopenshell cannot read the IFC: {type(exc).__name__}: {exc}\n")
         return 2
@@ -68,7 +69,7 @@ def run(args) -> int:
         sys.stderr.write(f"the IDS cannot be checked: {exc}\n")
         return UNRUNNABLE_IDS_EXIT_CODE
     result["overrides"] = overrides or {"included": False}
-    with open(args.out, "w", encoding="utf-8") as handle:
+    with open(out_path, "w", encoding="utf-8") as handle:
         json.dump(result, handle, ensure_ascii=False, separators=(",", ":"))
     return 0
 

@@ -32,6 +32,7 @@ import ifcopenshell.util.unit
 from ifctester import facet as ifctester_facet
 from ifctester import ids as ifctester_ids
 
+from checks_app.engine.ids_index import Evaluation, ModelIndex
 from checks_app.engine.xsd_patterns import compile_xsd_pattern, xsd_pattern_matches
 
 EPSILON = Decimal("0.000001")
@@ -124,15 +125,22 @@ class Restriction(ifctester_facet.Restriction):
         patterns = _as_list(self.options.get("pattern", []))
         if patterns and not (isinstance(other, str) and all(xsd_pattern_matches(pattern, other) for pattern in patterns)):
             return False
-        rest = {name: value for name, value in self.options.items() if name != "pattern"}
         if isinstance(other, float):
             for name in BOUNDS:
-                if name in rest and not all(within_bound(other, name, bound) for bound in _as_list(rest[name])):
+                if name in self.options and not all(within_bound(other, name, bound) for bound in _as_list(self.options[name])):
                     return False
-            if "enumeration" in rest and not any(reals_equal(other, option) for option in _as_list(rest["enumeration"])):
+            if "enumeration" in self.options and not any(reals_equal(other, option) for option in _as_list(self.options["enumeration"])):
                 return False
-            rest = {name: value for name, value in rest.items() if name not in (*BOUNDS, "enumeration")}
-        return ifctester_facet.Restriction(rest, self.base) == other
+            return self._rest(real=True) == other
+        return self._rest(real=False) == other
+
+    def _rest(self, real: bool) -> ifctester_facet.Restriction:
+        """ifctester's restriction of the constraints not decided here (made once per restriction)."""
+        cache = self.__dict__.setdefault("_rests", {})
+        if real not in cache:
+            decided = ("pattern", *BOUNDS, "enumeration") if real else ("pattern",)
+            cache[real] = ifctester_facet.Restriction({name: value for name, value in self.options.items() if name not in decided}, self.base)
+        return cache[real]
 
     __hash__ = None
 
@@ -351,13 +359,32 @@ def _verdict(applicable: int, minimum: int, maximum: int | None, failing: bool) 
     return (not failing, "" if not failing else "element(s) fail the requirements")
 
 
-def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, failure_limit: int = FAILURE_LIMIT) -> dict:
-    specification.reset_status()
+def _validated(ifc: ifcopenshell.file, specification) -> Evaluation:
+    """ifctester's own Specification.validate, its outcome as an Evaluation (the engine before the index; kept as
+    the reference the index is compared with)."""
     for facet in specification.requirements:
         facet.failed_outcomes = {}
-    specification.check_ifc_version(ifc)
     specification.validate(ifc)
-    applicable = specification.applicable_entities
+    position = {element: index for index, element in enumerate(specification.applicable_entities)}
+    failing = sorted(
+        ((position.get(failure["element"], len(position)), facet_index, failure["element"], facet)
+         for facet_index, facet in enumerate(specification.requirements) for failure in facet.failures),
+        key=lambda item: item[:2],
+    )
+    return Evaluation(
+        applicable=specification.applicable_entities, failed_elements=specification.failed_entities,
+        failures=[(element, facet_index, facet.failed_outcomes[element] if element in facet.failed_outcomes else facet(element))
+                  for _, facet_index, element, facet in failing],
+    )
+
+
+def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, failure_limit: int = FAILURE_LIMIT,
+                        index: ModelIndex | None = None) -> dict:
+    """One specification's result; evaluated over the model's index when given (ids_index), else by ifctester."""
+    specification.reset_status()
+    specification.check_ifc_version(ifc)
+    evaluation = index.evaluate(specification) if index is not None else _validated(ifc, specification)
+    applicable = evaluation.applicable
     minimum, maximum = _occurs(specification)
     failures, count = [], 0
     if maximum == 0:
@@ -368,20 +395,23 @@ def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, fa
             for element in applicable[:failure_limit]
         ]
     else:
+        # failures in the order of the applicable elements, then of the requirements (ifctester's evaluation order)
         position = {element: index for index, element in enumerate(applicable)}
-        failing = sorted(
-            ((position.get(failure["element"], len(position)), facet_index, failure["element"], facet)
-             for facet_index, facet in enumerate(specification.requirements) for failure in facet.failures),
-            key=lambda item: item[:2],
-        )
+        failing = sorted(((position.get(element, len(position)), facet_index, element, outcome)
+                          for element, facet_index, outcome in evaluation.failures), key=lambda item: item[:2])
         count = len(failing)
-        for _, _, element, facet in failing[:failure_limit]:
-            outcome = facet.failed_outcomes.get(element) or facet(element)
+        requirements = specification.requirements
+        sentences = [facet.to_string("requirement", specification, facet) for facet in requirements]
+        expected = [describe_expected(facet) for facet in requirements]
+        found: dict[int, str] = {}  # id(outcome) -> words: outcomes are shared by the elements of one index key
+        for _, facet_index, element, outcome in failing[:failure_limit]:
+            if id(outcome) not in found:
+                found[id(outcome)] = describe_found(requirements[facet_index], outcome.reason)
             failures.append({
                 **_element_fields(element),
-                "requirement": facet.to_string("requirement", specification, facet),
-                "found": describe_found(facet, outcome.reason),
-                "expected": describe_expected(facet),
+                "requirement": sentences[facet_index],
+                "found": found[id(outcome)],
+                "expected": expected[facet_index],
             })
     passed, reason = _verdict(len(applicable), minimum, maximum, bool(count))
     return {
@@ -400,7 +430,7 @@ def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, fa
         "applicable": len(applicable),
         "status": "pass" if passed else "fail",
         "reason": reason,
-        "failedElements": len(applicable) if maximum == 0 else len(specification.failed_entities),
+        "failedElements": len(applicable) if maximum == 0 else len(evaluation.failed_elements),
         "failureCount": count,
         "truncated": count > len(failures),
         "failures": failures,
@@ -413,16 +443,19 @@ def check_model(
     *,
     on_progress: Callable[[int, int], None] = lambda done, total: None,
     failure_limit: int = FAILURE_LIMIT,
+    indexed: bool = True,
 ) -> dict:
-    """Every specification of every IDS document, in order; on_progress(done, total) after each."""
+    """Every specification of every IDS document, in order; on_progress(done, total) after each. indexed: over one
+    ModelIndex of the model (ids_index); False: by ifctester's own validate (the reference, same result)."""
     documents = [(source, load_ids(source.xml)) for source in sources]
     total = sum(len(document.specifications) for _, document in documents)
     ifctester_facet.get_pset.cache_clear()  # keyed by element: never reuse values of another model
     ifctester_facet.get_psets.cache_clear()
+    index = ModelIndex(ifc) if indexed else None
     specifications = []
     for source, document in documents:
         for specification in document.specifications:
-            specifications.append(check_specification(ifc, source.name, specification, failure_limit))
+            specifications.append(check_specification(ifc, source.name, specification, failure_limit, index))
             on_progress(len(specifications), total)
     passed = sum(spec["status"] == "pass" for spec in specifications)
     placements = Locations(ifc)

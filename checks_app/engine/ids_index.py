@@ -1,0 +1,289 @@
+"""What ifctester works out again per element and per facet, worked out once per model: the specifications of a
+check are evaluated over this index instead of by ifctester's `Specification.validate`, with the same facets (and
+the corrections of ids_engine), the same order and the same outcomes.
+
+ifctester asks every facet about every candidate element: a property facet reads the element's property sets
+(through its type) again for each facet and each specification (its lru_cache of 128 entries holds nothing of a
+model with thousands of elements), a classification facet walks the references and their systems, a material facet
+the associations, a part-of facet the relationships, a restriction builds a new Restriction and matches its
+patterns. Yet what a facet decides about an element depends on a few things about the element only, its *key*:
+
+- a property facet on an object (not a type, material or profile): the property sets of the names it asks for, of
+  the element's type and of the element itself, each by its content (class, name, and the STEP text of each
+  property, which names the referenced units and values by id), in the order ifcopenshell's get_pset / get_psets
+  read them. Elements whose property sets say the same thing (the walls of one type, a design tool's identical
+  Pset_WallCommon on each wall) share one evaluation;
+- a classification facet: the element's references (its own and its type's, in ifcopenshell's order);
+- a material facet: the element's material (ifcopenshell's get_material, usages skipped);
+- a part-of facet: the first relation it follows (the container, the aggregate, the nest, the group, the voided
+  element, or the spatial parent), from which ifctester's walk up the tree depends on that relation alone;
+- an attribute facet naming one attribute: the element's class and the attribute's value (by type and repr);
+- an entity facet without a predefined type (not IFC2X3): the element's class.
+
+The index keeps each element's keys (computed once, shared by every facet that needs them) and each facet's
+outcome per key, so a facet runs once per distinct key, not once per element; elements without a key (an attribute
+whose value is a list, a facet with a restricted attribute name, ...) are asked directly, as ifctester does. The
+applicability keeps ifctester's broadphase (the first facet's candidates, narrowed by each further facet, in
+ifctester's order) with the outcomes taken from the index; the candidate lists per class are kept for the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import ifcopenshell
+import ifcopenshell.util.classification
+import ifcopenshell.util.element
+from ifctester import facet as ifctester_facet
+
+UNCACHED = object()  # a key that says: ask the facet about this element directly
+
+
+@dataclass
+class Evaluation:
+    """A specification's outcome over a model, as ifctester's validate leaves it: the applicable elements in order,
+    the elements failing a requirement, and each failing (element, requirement index, outcome) in evaluation order."""
+
+    applicable: list = field(default_factory=list)
+    failed_elements: set = field(default_factory=set)
+    failures: list = field(default_factory=list)
+
+
+def _value_key(value):
+    """A hashable stand-in for an attribute value that tells apart what the facet's verdict or its reported value
+    could tell apart (1 and True and 1.0 are one dict key in Python, -0.0 and 0.0 too); UNCACHED for lists."""
+    if value is None or isinstance(value, (str, bool, int)):
+        return type(value), value
+    if isinstance(value, float):
+        return float, repr(value)
+    if isinstance(value, ifcopenshell.entity_instance):
+        return ("entity", value.id()) if value.is_entity() else ("value", value.is_a(), repr(value.wrappedValue))
+    return UNCACHED
+
+
+def _item_content(item, value_matters: bool):
+    """A property or quantity as a property facet reads it (see ModelIndex._content)."""
+    if not value_matters and item.is_a() == "IfcPropertySingleValue":
+        nominal, unit = item[2], item[3]
+        value = nominal.wrappedValue if nominal is not None else None
+        emptiness = value if value is None or (isinstance(value, str) and value in ("", "UNKNOWN")) else "value"
+        return "single", item[0], nominal.is_a() if nominal is not None else None, emptiness, unit.id() if unit is not None else None
+    return _step_text(item)
+
+
+def _step_text(entity) -> str:
+    """An entity's STEP text without its own id: '#12=IfcPropertySingleValue('A',$,IfcLabel('x'),$)' -> the part
+    after '='; references to other entities stay as their ids."""
+    text = str(entity)
+    return text[text.index("=") + 1:]
+
+
+class ModelIndex:
+    """Keys and outcomes of one model (see the module's docstring); lives as long as one check of the model."""
+
+    def __init__(self, ifc: ifcopenshell.file):
+        self.ifc = ifc
+        self.ifc2x3 = ifc.schema == "IFC2X3"
+        self.outcomes: dict[int, dict] = {}  # id(facet) -> {key: outcome}
+        self.facets: dict[int, object] = {}  # id(facet) -> facet (kept alive while its id is a key)
+        self.pset_contexts: dict[int, tuple | None] = {}  # element id -> (type's [(name, content)], own [(name, content)])
+        self.contents: dict[tuple, tuple] = {}  # (property set id, baseName, has a value) -> content key
+        self.references: dict[int, tuple] = {}
+        self.materials: dict[int, object] = {}
+        self.hops: dict[tuple, object] = {}  # (relation, element id) -> first related entity
+        self.name_matches: dict[tuple, bool] = {}  # (id(facet), pset name) -> the facet's propertySet matches it
+        self.candidates: dict[tuple, list] = {}
+
+    # --- evaluation ---------------------------------------------------------------------------------------------
+
+    def evaluate(self, specification) -> Evaluation:
+        """ifctester's Specification.validate over the index (check_ifc_version and reset_status are the caller's)."""
+        result = Evaluation()
+        elements = None
+        for facet in specification.applicability:
+            elements = self.filter(facet, elements)
+        checked = [facet for facet in specification.applicability if not isinstance(facet, ifctester_facet.Entity)]
+        requirements = list(enumerate(specification.requirements)) if specification.maxOccurs != 0 else []
+        outcome = self.outcome
+        for element in elements or []:
+            if not all(outcome(facet, element) for facet in checked):
+                continue
+            result.applicable.append(element)
+            for index, facet in requirements:
+                found = outcome(facet, element)
+                if not found:
+                    result.failed_elements.add(element)
+                    result.failures.append((element, index, found))
+        return result
+
+    def filter(self, facet, elements):
+        """ifctester's broadphase: the first facet's candidates (kept per model), then each further facet keeps the
+        elements it passes."""
+        if elements is not None:
+            return [element for element in elements if self.outcome(facet, element)] if elements else []
+        key = self._candidates_key(facet)
+        if key is None:
+            return facet.filter(self.ifc, None)
+        if key not in self.candidates:
+            self.candidates[key] = facet.filter(self.ifc, None)
+        return self.candidates[key]
+
+    def _candidates_key(self, facet):
+        if isinstance(facet, ifctester_facet.Entity):
+            return ("entity", str(facet.name), str(facet.predefinedType)) if isinstance(facet.name, str) and not facet.predefinedType else None
+        if isinstance(facet, ifctester_facet.Attribute):
+            return ("attribute", facet.name) if isinstance(facet.name, str) else None
+        for kind in (ifctester_facet.Property, ifctester_facet.Classification, ifctester_facet.Material, ifctester_facet.PartOf):
+            if isinstance(facet, kind):  # what their filter returns depends on the facet's class only (and the schema)
+                return (kind.__name__,)
+        return None
+
+    def outcome(self, facet, element):
+        """What the facet says about the element: from the outcome of an element with the same key, else asked."""
+        key = self.key(facet, element)
+        if key is UNCACHED:
+            return facet(element)
+        known = self.outcomes.get(id(facet))
+        if known is None:
+            known = self.outcomes[id(facet)] = {}
+            self.facets[id(facet)] = facet
+        found = known.get(key, UNCACHED)
+        if found is UNCACHED:
+            found = known[key] = facet(element)
+        return found
+
+    # --- keys ---------------------------------------------------------------------------------------------------
+
+    def key(self, facet, element):
+        if isinstance(facet, ifctester_facet.Property):
+            return self._property_key(facet, element)
+        if isinstance(facet, ifctester_facet.Attribute):
+            return self._attribute_key(facet, element)
+        if isinstance(facet, ifctester_facet.Classification):
+            return self._references(element)
+        if isinstance(facet, ifctester_facet.Material):
+            return self._material(element)
+        if isinstance(facet, ifctester_facet.PartOf):
+            return self._hop(facet, element)
+        if isinstance(facet, ifctester_facet.Entity) and not facet.predefinedType and not self.ifc2x3:
+            return element.is_a()
+        return UNCACHED
+
+    def _attribute_key(self, facet, element):
+        if not isinstance(facet.name, str):
+            return UNCACHED
+        category = element.get_attribute_category(facet.name)
+        if category != 1:
+            return element.is_a(), category
+        value = _value_key(getattr(element, facet.name, None))
+        return UNCACHED if value is UNCACHED else (element.is_a(), value)
+
+    def _references(self, element):
+        found = self.references.get(element.id())
+        if found is None:
+            found = self.references[element.id()] = tuple(ifcopenshell.util.classification.get_references(element))
+        return found
+
+    def _material(self, element):
+        found = self.materials.get(element.id(), UNCACHED)
+        if found is UNCACHED:
+            found = self.materials[element.id()] = ifcopenshell.util.element.get_material(element, should_skip_usage=True)
+        return found
+
+    def _hop(self, facet, element):
+        relation = facet.relation
+        if relation == "IFCRELVOIDSELEMENT IFCRELFILLSELEMENT" or relation not in (
+                None, "", "IFCRELAGGREGATES", "IFCRELASSIGNSTOGROUP", "IFCRELCONTAINEDINSPATIALSTRUCTURE", "IFCRELNESTS"):
+            return UNCACHED
+        key = (relation, element.id())
+        found = self.hops.get(key, UNCACHED)
+        if found is UNCACHED:
+            found = self.hops[key] = self._first_hop(facet, relation, element)
+        return relation, found
+
+    @staticmethod
+    def _first_hop(facet, relation, element):
+        """The entity ifctester's PartOf facet reads first for this relation (all it reads next depends on it)."""
+        if not relation:
+            return facet.get_parent(element)
+        if relation == "IFCRELAGGREGATES":
+            return ifcopenshell.util.element.get_aggregate(element)
+        if relation == "IFCRELCONTAINEDINSPATIALSTRUCTURE":
+            return ifcopenshell.util.element.get_container(element)
+        if relation == "IFCRELNESTS":
+            return ifcopenshell.util.element.get_nest(element)
+        return next((rel.RelatingGroup for rel in getattr(element, "HasAssignments", []) or [] if rel.is_a("IfcRelAssignsToGroup")), None)
+
+    def _property_key(self, facet, element):
+        context = self._pset_context(element)
+        if context is None:
+            return UNCACHED
+        type_psets, own_psets = context
+        if isinstance(facet.propertySet, str):  # ifcopenshell's get_pset: the first of the name, the type's and its own
+            name = facet.propertySet
+            type_pset = next((definition for found, definition in type_psets if found == name), None)
+            own_pset = next((definition for found, definition in own_psets if found == name), None)
+            return name, self._content(type_pset, facet), self._content(own_pset, facet)
+        names = [name for name in dict.fromkeys(name for name, _ in (*type_psets, *own_psets)) if self._name_matches(facet, name)]
+        # ifcopenshell's get_psets: per name (type's first), every set of the name merged in order
+        return tuple((name, tuple(self._content(definition, facet) for found, definition in type_psets if found == name),
+                      tuple(self._content(definition, facet) for found, definition in own_psets if found == name)) for name in names)
+
+    def _name_matches(self, facet, name: str) -> bool:
+        key = (id(facet), name)
+        found = self.name_matches.get(key)
+        if found is None:
+            found = self.name_matches[key] = bool(name == facet.propertySet)
+        return found
+
+    def _pset_context(self, element):
+        """(the type's property sets, the element's own) as [(name, definition)] in ifcopenshell's order, or None for
+        an element whose property sets ifcopenshell reads another way (types, materials, profiles)."""
+        element_id = element.id()
+        if element_id in self.pset_contexts:
+            return self.pset_contexts[element_id]
+        context = None
+        if not (element.is_a("IfcTypeObject") or element.is_a("IfcMaterialDefinition") or element.is_a("IfcProfileDef")
+                or (self.ifc2x3 and element.is_a("IfcMaterial"))):
+            defined_by = getattr(element, "IsDefinedBy", None)
+            if defined_by is not None:
+                element_type = self._type(element)
+                type_psets = [(definition.Name, definition) for definition in (element_type.HasPropertySets or [])] \
+                    if element_type is not None and element_type.is_a("IfcTypeObject") else None
+                own = []
+                for relationship in defined_by:
+                    if relationship.is_a("IfcRelDefinesByProperties"):
+                        definition = relationship.RelatingPropertyDefinition
+                        members = definition.wrappedValue if definition.is_a("IfcPropertySetDefinitionSet") else (definition,)
+                        own += [(member.Name, member) for member in members]
+                context = None if type_psets is None and element_type is not None else (type_psets or [], own)
+        self.pset_contexts[element_id] = context
+        return context
+
+    def _type(self, element):
+        """ifcopenshell's get_type, once per element (the type's property sets are read once per type)."""
+        return ifcopenshell.util.element.get_type(element)
+
+    def _content(self, definition, facet) -> tuple | None:
+        """A property set by what the property facet reads of it: its class and name and, of the properties (or
+        quantities) it reads (those of the facet's baseName, all for a restricted baseName), the STEP text; without
+        a value to compare, a single value only by its type, its unit and whether it is empty (null, '' or UNKNOWN),
+        since the facet then reports no value. Any other kind of definition by its identity; None for none."""
+        if definition is None:
+            return None
+        base_name = facet.baseName if isinstance(facet.baseName, str) else None
+        key = (definition.id(), base_name, bool(facet.value))
+        found = self.contents.get(key)
+        if found is None:
+            ifc_class = definition.is_a()
+            if ifc_class == "IfcPropertySet":
+                items = definition.HasProperties or ()
+            elif ifc_class == "IfcElementQuantity":
+                items = definition.Quantities or ()
+            else:
+                self.contents[key] = found = ("definition", definition.id())
+                return found
+            read = [item for item in items if base_name is None or item[0] == base_name]
+            found = (ifc_class, definition.Name, tuple(_item_content(item, bool(facet.value)) for item in read))
+            self.contents[key] = found
+        return found

@@ -1,0 +1,117 @@
+"""The check zygote: a long-lived process inside the check sandbox (the runner starts it through bubblewrap like a
+check's own process) that imports ifcopenshell, ifctester and the engine once and builds ifctester's IDS schema
+once, then forks one child per check, so no check pays for starting Python, importing and building the schema
+(0.8 s before the first element was looked at; the conversions' zygote, models_app/conversion/zygote.py, is the
+model).
+
+    python -m checks_app.engine.zygote --control-fd N
+
+Talks to its worker over a Unix seqpacket socket (fd N). A check is one message {"fds": [names], "memory_bytes": n,
+"cpu_seconds": n} with the descriptors of those names attached (SCM_RIGHTS): go, ifc, job, out, progress, stderr.
+The zygote answers {"ready": pid} once warm, {"forked": pid} per check and {"exited": pid, "status": code} when that
+child has ended (a negative code is the signal that killed it). The child waits on `go` until the worker has moved
+it into the check's own cgroup (memory and process caps), caps its CPU time (and its address space when there is no
+cgroup), and only then reads the IFC; it runs checks_app.engine.child's check with progress on its stdout and errors
+on its stderr. The zygote never touches a check's files, starts no thread and is not dumpable; one check at a time.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import traceback
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+MESSAGE_BYTES = 4096
+MAX_FDS = 8
+GO = b"g"
+FDS = ("go", "ifc", "job", "out", "progress", "stderr")
+
+
+def _prctl(option: int, value: int) -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+
+
+def _send(control: socket.socket, message: dict) -> None:
+    control.send(json.dumps(message).encode())
+
+
+def _child(job: dict, fds: dict[str, int]) -> None:
+    """Runs one check and exits; never returns."""
+    from pathlib import Path
+
+    from checks_app.engine.child import MEMORY_EXIT_CODE, check_files
+
+    code = 1
+    try:
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.dup2(fds["progress"], 1)
+        os.dup2(fds["stderr"], 2)
+        if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
+            os._exit(3)
+        if job.get("cpu_seconds"):
+            resource.setrlimit(resource.RLIMIT_CPU, (job["cpu_seconds"], job["cpu_seconds"]))
+        if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least
+            resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))
+        try:
+            code = check_files(*(Path(f"/proc/self/fd/{fds[name]}") for name in ("ifc", "job", "out")))
+        except MemoryError:
+            sys.stderr.write(f"the check ran out of memory (limit {job.get('memory_bytes', 0) // (1024 * 1024)} MB)\n")
+            code = MEMORY_EXIT_CODE
+    except BaseException:  # noqa: BLE001 - everything goes to the worker as the error tail
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve(control: socket.socket) -> None:
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, MESSAGE_BYTES, MAX_FDS)
+        if not message:
+            return  # the worker is gone
+        job = json.loads(message)
+        named = dict(zip(job["fds"], fds))
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            _child(job, named)
+        for fd in fds:
+            os.close(fd)
+        _send(control, {"forked": pid})
+        _, status = os.waitpid(pid, 0)
+        _send(control, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
+
+
+def warm_up() -> None:
+    """Everything a check imports, and ifctester's IDS schema (XMLSchema of ids.xsd: ~1 s to build), once."""
+    import ifcopenshell  # noqa: F401
+    import ifcopenshell.api.classification  # noqa: F401
+    import ifcopenshell.api.pset  # noqa: F401
+    from ifctester import ids as ifctester_ids
+
+    from checks_app.engine import child, ids_engine, ids_index, overrides, xsd_patterns  # noqa: F401
+
+    ifctester_ids.get_schema()
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[sys.argv.index("--control-fd") + 1]))
+    warm_up()
+    gc.collect()
+    gc.freeze()  # what is loaded stays out of the collector's way, so children do not copy it
+    _prctl(PR_SET_DUMPABLE, 0)
+    _send(control, {"ready": os.getpid()})
+    serve(control)
+
+
+if __name__ == "__main__":
+    main()
