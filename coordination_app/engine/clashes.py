@@ -11,19 +11,23 @@ Method
    than MAX_CELLS cells (slabs, long walls of a big model) are tested against every box directly instead.
 3. Narrow phase, pair by pair, always computed with the pair in one order (the smaller (model, GlobalId) first), so
    every number and point is the same whichever side an element is on:
-   - the separating axis test over the directions of the two meshes: each one's face normals and the cross
-     products of their edge directions. Along any direction, the overlap of the two projections is a move that
-     separates the elements, so the smallest overlap is an upper bound of the penetration depth; for two convex
-     elements these directions are exactly the ones that matter and the smallest overlap IS the penetration depth
-     (the shortest move that separates them). A negative overlap is a gap: a lower bound of the distance.
-   - hard: depth > tolerance. When either element is not convex (a wall with openings, an L-shaped slab), the depth
-     is its convex hull's (an upper bound: the approximation), and the pair counts only when their solids really
-     share a volume (manifold3d's exact intersection, more than tolerance^3): touching faces, or a pipe through an
-     opening of a wall, are not clashes. When a mesh cannot be made a closed solid the pair counts on the
-     separating axis test alone.
+   - the separating axis test over the directions of the two elements' convex hulls (manifold3d's): each hull's
+     face normals and the cross products of their bent edges' directions. Along any direction, the overlap of the
+     two projections is a move that separates the elements, so the smallest overlap is an upper bound of the
+     penetration depth; for two convex elements these directions are exactly the ones that matter and the
+     smallest overlap IS the penetration depth (the shortest move that separates them). A negative overlap is a
+     gap: a lower bound of the distance. The test stops at the first axis that already decides the pair.
+   - hard: depth > tolerance. When either element is not convex (a wall with openings, an L-shaped slab), the
+     reported depth is their hulls' (an upper bound: the approximation; exact for a duct through a wall, too large
+     for an element sitting in a recess), and the pair counts only when the solid they share (manifold3d's exact
+     intersection) has a connected part thicker than the tolerance (its smallest width across its hull's faces, a
+     lower bound of the depth) and of more than tolerance^3: touching faces, a window in its wall's opening, or a
+     pipe through an opening are not clashes, a door 1 mm into another is not one at a 1 cm tolerance. A mesh is
+     taken as a solid after welding its vertices and turning its faces to agree (ifcopenshell leaves some turned);
+     a shell that is still not closed counts as its convex hull (the approximation: larger than the shell).
    - clearance: the exact smallest distance between the two triangle meshes (vertex-triangle both ways and
-     edge-edge, vectorised, on the triangles within the distance of the other's box), reported when below the
-     distance; overlapping or touching pairs are reported with distance 0.
+     edge-edge, vectorised, over the pairs of triangles whose boxes come within the distance), reported when below
+     the distance; overlapping or touching pairs are reported with distance 0.
    - duplicate: same IFC class (kept in the clash geometry), boxes within the tolerance, and every vertex of each
      within the tolerance of a vertex of the other (a symmetric Hausdorff distance of the vertex sets).
    The point (project frame): for an overlap, the centre of the overlap of the two elements' boxes; for a
@@ -121,12 +125,12 @@ class _Shape:
         if hull is None:  # flat or degenerate: the mesh's own directions, never taken as a convex solid
             corners = points[self.faces]
             self.hull_points, self.convex = unique, False
-            self.normals = _unique_directions(_unit(np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])))
+            self.normals = _unique_directions(_unit(_cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])))
             self.edges = _unique_directions(_unit(np.concatenate([corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 1]])))
             return
         hull_points, hull_faces = hull
         corners = hull_points[hull_faces]
-        normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+        normals = _cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
         lengths = np.linalg.norm(normals, axis=1)
         normals /= np.maximum(lengths, 1e-300)[:, None]  # a sliver of the hull keeps a zero normal: bent, no plane
         flat = lengths > 1e-12
@@ -141,6 +145,13 @@ class _Shape:
         if self.solid is False:
             self.solid = _solid(self.points, self.faces)
         return self.solid
+
+
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cross products of (n, 3) arrays (np.cross costs more than the product itself on small arrays)."""
+    a0, a1, a2 = a[:, 0], a[:, 1], a[:, 2]
+    b0, b1, b2 = b[:, 0], b[:, 1], b[:, 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=1)
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -469,7 +480,7 @@ def _axis_blocks(first: _Shape, second: _Shape):
     if complete:
         rows = max(1, AXIS_BLOCK // max(1, len(second.edges)))
         for start in range(0, len(first.edges), rows):
-            yield _unit(np.cross(first.edges[start:start + rows, None, :], second.edges[None, :, :]).reshape(-1, 3))
+            yield _unit(_cross(np.repeat(first.edges[start:start + rows], len(second.edges), axis=0), np.tile(second.edges, (len(first.edges[start:start + rows]), 1))))
     yield complete
 
 
@@ -507,7 +518,7 @@ def shared_solid(first: _Shape, second: _Shape) -> tuple[float, float] | None:
         if hull is None:
             continue
         points, faces = hull
-        directions = _unique_directions(_unit(np.cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]])))
+        directions = _unique_directions(_unit(_cross(points[faces[:, 1]] - points[faces[:, 0]], points[faces[:, 2]] - points[faces[:, 0]])))
         if len(directions):
             widths = points @ directions.T
             best = max(best, (float((widths.max(axis=0) - widths.min(axis=0)).min()), float(part.volume())))
@@ -534,13 +545,13 @@ def _point_face_distances(points, corners):
     """Distances of points (k, 3) to the planes of triangles (k, 3, 3) where the point's projection falls inside
     the triangle (inf elsewhere: the edges cover those), and the projections."""
     a, b, c = corners[:, 0], corners[:, 1], corners[:, 2]
-    normal = np.cross(b - a, c - a)
+    normal = _cross(b - a, c - a)
     normal /= np.maximum(np.linalg.norm(normal, axis=1), 1e-300)[:, None]
     height = np.einsum("ij,ij->i", points - a, normal)
     foot = points - height[:, None] * normal
-    inside = ((np.einsum("ij,ij->i", np.cross(b - a, foot - a), normal) >= 0)
-              & (np.einsum("ij,ij->i", np.cross(c - b, foot - b), normal) >= 0)
-              & (np.einsum("ij,ij->i", np.cross(a - c, foot - c), normal) >= 0))
+    inside = ((np.einsum("ij,ij->i", _cross(b - a, foot - a), normal) >= 0)
+              & (np.einsum("ij,ij->i", _cross(c - b, foot - b), normal) >= 0)
+              & (np.einsum("ij,ij->i", _cross(a - c, foot - c), normal) >= 0))
     return np.where(inside, np.abs(height), np.inf), foot
 
 
@@ -548,26 +559,18 @@ def _near(corners: np.ndarray, box: np.ndarray, reach: float) -> np.ndarray:
     return ((corners.min(axis=1) <= box[3:] + reach) & (corners.max(axis=1) >= box[:3] - reach)).all(axis=1)
 
 
-def _edges(corners: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The triangles' edges, each once (an edge shared by two triangles is met twice), as starts and ends."""
-    starts = corners.reshape(-1, 3)
-    ends = corners[:, [1, 2, 0]].reshape(-1, 3)
-    along = ends - starts
-    keep = np.linalg.norm(along, axis=1) > 1e-12
-    starts, ends, along = starts[keep], ends[keep], along[keep]
-    first = np.argmax(np.abs(along) > 1e-12, axis=1)
-    backwards = along[np.arange(len(along)), first] < 0
-    starts, ends = np.where(backwards[:, None], ends, starts), np.where(backwards[:, None], starts, ends)
-    _, once = np.unique(_rows(np.round(np.c_[starts, ends], 9) + 0.0), return_index=True)
-    return starts[once], ends[once]
-
-
-def _pairwise(count_a: int, count_b: int):
-    """Index pairs of all combinations, in blocks of at most DISTANCE_BLOCK."""
-    step = max(1, DISTANCE_BLOCK // max(1, count_b))
-    for start in range(0, count_a, step):
-        rows = np.arange(start, min(count_a, start + step))
-        yield np.repeat(rows, count_b), np.tile(np.arange(count_b), len(rows))
+def _triangle_pairs(one: np.ndarray, two: np.ndarray, reach: float):
+    """Blocks of index pairs (i, j) of the triangles (n, 3, 3) of one and two whose boxes come within reach, at
+    most about DISTANCE_BLOCK / 9 pairs a block (each pair costs 6 point-face and 9 edge-edge distances)."""
+    low_one, high_one = one.min(axis=1), one.max(axis=1)
+    low_two, high_two = two.min(axis=1) - reach, two.max(axis=1) + reach
+    rows = max(1, DISTANCE_BLOCK // max(1, len(two)))
+    chunk = max(1, DISTANCE_BLOCK // 9)
+    for start in range(0, len(one), rows):
+        hit = ((low_one[start:start + rows, None] <= high_two[None]) & (low_two[None] <= high_one[start:start + rows, None])).all(axis=2)
+        i, j = np.nonzero(hit)
+        for first in range(0, len(i), chunk):
+            yield i[first:first + chunk] + start, j[first:first + chunk]
 
 
 def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, np.ndarray] | None:
@@ -582,25 +585,21 @@ def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, n
     if not len(one) or not len(two):
         return None
     found = []  # (distances, midpoints) of each block's closest pairs
-    for points, triangles in ((_distinct(two.reshape(-1, 3)), one), (_distinct(one.reshape(-1, 3)), two)):
-        for i, j in _pairwise(len(points), len(triangles)):
-            distances, feet = _point_face_distances(points[i], triangles[j])
-            found.append(_closest(distances, (feet + points[i]) / 2))
-    starts_one, ends_one = _edges(one)
-    starts_two, ends_two = _edges(two)
-    for i, j in _pairwise(len(starts_one), len(starts_two)):
-        distances, x, y = _segment_distances(starts_one[i], ends_one[i], starts_two[j], ends_two[j])
+    for i, j in _triangle_pairs(one, two, reach):
+        a, b = one[i], two[j]
+        for points, triangles in ((b.reshape(-1, 3), np.repeat(a, 3, axis=0)), (a.reshape(-1, 3), np.repeat(b, 3, axis=0))):
+            distances, feet = _point_face_distances(points, triangles)
+            found.append(_closest(distances, (feet + points) / 2))
+        starts_one, ends_one = np.repeat(a, 3, axis=1).reshape(-1, 3), np.repeat(a[:, [1, 2, 0]], 3, axis=1).reshape(-1, 3)
+        starts_two, ends_two = np.tile(b, (1, 3, 1)).reshape(-1, 3), np.tile(b[:, [1, 2, 0]], (1, 3, 1)).reshape(-1, 3)
+        kept = (np.abs(ends_one - starts_one).max(axis=1) > 1e-12) & (np.abs(ends_two - starts_two).max(axis=1) > 1e-12)
+        distances, x, y = _segment_distances(starts_one[kept], ends_one[kept], starts_two[kept], ends_two[kept])
         found.append(_closest(distances, None, x, y))
     smallest = min((distances.min() for distances, _ in found if len(distances)), default=np.inf)
     if not smallest < reach:
         return None
     near = np.concatenate([middles[distances <= smallest + SAME_DISTANCE] for distances, middles in found if len(distances)])
     return float(smallest), (near.min(axis=0) + near.max(axis=0)) / 2
-
-
-def _distinct(points: np.ndarray) -> np.ndarray:
-    points = points + 0.0
-    return points[np.unique(_rows(points), return_index=True)[1]]
 
 
 def _closest(distances: np.ndarray, middles: np.ndarray | None, x=None, y=None) -> tuple[np.ndarray, np.ndarray]:
@@ -668,7 +667,7 @@ def _judge(elements: _Elements, i: int, j: int, kind: str, tolerance: float, dis
     overlap, exact = separation(first, second, enough=-distance)
     if -overlap >= distance:  # a separating gap already as wide as the distance
         return None
-    if overlap > 0:  # touching or overlapping hulls: overlapping solids are 0 apart
+    if overlap > -MIN_GAP:  # touching or overlapping hulls: overlapping solids are 0 apart
         if exact and first.convex and second.convex:
             return _box_centre(first.box, second.box), None, 0.0
         shared = shared_solid(first, second)
