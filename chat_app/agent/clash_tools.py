@@ -21,6 +21,7 @@ from coordination_app import selectors
 from coordination_app.models import PRESENT, ClashRun
 from coordination_app.services.runs import clash_run_now, run_cancel, run_request
 from core import cancellation
+from models_app.models import IfcModel
 
 TEST_NAME = {"type": "string", "minLength": 1, "maxLength": 64, "description": "the clash test's name"}
 RUN_ID = {"type": "string", "pattern": "^r_[0-9a-f]{16}$"}
@@ -51,23 +52,30 @@ def list_clash_tests(call: ToolCall) -> ToolResult:
     return ToolResult(json_output(tests), title=f"{len(tests)} clash test(s)", metadata={"projectId": call.project_id, "tests": [t["name"] for t in tests]})
 
 
-def _element_words(side: dict) -> str:
-    return f"{side.get('type') or '?'} \"{side.get('name') or side.get('guid')}\" ({side.get('guid')}, model {side.get('modelId')})"
+def _model_names(sightings: list) -> dict[str, str]:
+    """Model id -> "name (id)" for the models of the clashes, in one query."""
+    ids = {side["modelId"] for s in sightings for side in (s.clash.a, s.clash.b)}
+    return {model_id: f"{name} ({model_id})" for model_id, name in IfcModel.objects.filter(pk__in=ids).values_list("id", "name")}
 
 
-def _clash_line(sighting) -> str:
+def _element_words(side: dict, models: dict[str, str]) -> str:
+    model = models.get(side.get("modelId"), side.get("modelId"))
+    return f"{side.get('type') or '?'} \"{side.get('name') or side.get('guid')}\" ({side.get('guid')}, model {model})"
+
+
+def _clash_line(sighting, models: dict[str, str]) -> str:
     clash = sighting.clash
     measure = (f", depth {sighting.depth * 1000:.0f} mm" if sighting.depth is not None else
                f", distance {sighting.distance * 1000:.0f} mm" if sighting.distance is not None else "")
     review = f", {clash.review_status}" if clash.review_status else ""
     point = ", ".join(f"{v:.2f}" for v in sighting.point or clash.point)
-    return f"{clash.id} [{sighting.status}{review}] {_element_words(clash.a)} x {_element_words(clash.b)}{measure} at ({point})"
+    return f"{clash.id} [{sighting.status}{review}] {_element_words(clash.a, models)} x {_element_words(clash.b, models)}{measure} at ({point})"
 
 
-def _listed(title: str, sightings: list) -> list[str]:
+def _listed(title: str, sightings: list, models: dict[str, str]) -> list[str]:
     if not sightings:
         return []
-    lines = [f"{title} ({len(sightings)}):", *(f"- {_clash_line(s)}" for s in sightings[:CLASHES_SHOWN])]
+    lines = [f"{title} ({len(sightings)}):", *(f"- {_clash_line(s, models)}" for s in sightings[:CLASHES_SHOWN])]
     if len(sightings) > CLASHES_SHOWN:
         lines.append(f"- ... and {len(sightings) - CLASHES_SHOWN} more (read_clashes lists them)")
     return lines
@@ -78,6 +86,7 @@ def run_report(run: ClashRun) -> tuple[str, dict]:
     how many stay) and its numbers for the client."""
     summary = selectors.run_summary(run)
     sightings = list(selectors.run_sightings(run))
+    models = _model_names(sightings)
     new = [s for s in sightings if s.status == "new"]
     gone = [s for s in sightings if s.status not in PRESENT]
     staying = [s for s in sightings if s.status == "active"]
@@ -86,7 +95,7 @@ def run_report(run: ClashRun) -> tuple[str, dict]:
         f"Run {run.id} of clash test {run.test.name} on {against}: {summary['total']} clash(es) present; "
         f"new {summary['new']}, still there {summary['active']}, resolved {summary['resolved']}, element missing {summary['missing']}, "
         f"approved {summary['approved']} (compared with the last done run of the current versions).",
-        *_listed("New", new), *_listed("Resolved or element missing", gone), *_listed("Still there", staying),
+        *_listed("New", new, models), *_listed("Resolved or element missing", gone, models), *_listed("Still there", staying, models),
     ]
     return "\n".join(lines), {"runId": run.id, "test": run.test.name, "staged": run.staged, "summary": summary,
                               "new": [s.clash_id for s in new], "resolved": [s.clash_id for s in gone]}
@@ -154,7 +163,8 @@ def read_clashes(call: ToolCall) -> ToolResult:
     if run.status != ClashRun.Status.DONE:
         raise ToolError(f"run {run.id} is {run.status}: its clashes exist once it is done")
     sightings = list(call_service(selectors.run_sightings, run, call.arguments.get("status")))
-    lines = [f"Run {run.id} of {name}{' (staged)' if run.staged else ''}: {len(sightings)} clash(es)", *(_clash_line(s) for s in sightings[:200])]
+    models = _model_names(sightings[:200])
+    lines = [f"Run {run.id} of {name}{' (staged)' if run.staged else ''}: {len(sightings)} clash(es)", *(_clash_line(s, models) for s in sightings[:200])]
     if len(sightings) > 200:
         lines.append(f"... and {len(sightings) - 200} more: ask for one status at a time")
     return ToolResult("\n".join(lines), title=f"{len(sightings)} clash(es) of {run.id}",

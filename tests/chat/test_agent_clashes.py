@@ -30,7 +30,7 @@ from coordination_app.services.runs import clash_run_now
 from core.cancellation import CancelGuard, Cancelled, cancellable
 from models_app.public import model_dir
 from tests.coordination.clash_helpers import write_boxes_ifc
-from tests.coordination.clash_setup import B1, B2, D1, D2, DUCT_D1_LOWERED, boxes_of, ducts, federated_project
+from tests.coordination.clash_setup import B1, B2, D1, D2, DUCT_D1_LOWERED, boxes_of, ducts, federated_project, run_test
 from tests.fake_openai import Reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
@@ -154,6 +154,7 @@ def test_the_agent_runs_the_test_fixes_the_script_rechecks_the_staged_product_an
     current = ClashRun.objects.get(staged=False)
     assert (current.trigger, current.status, current.summary["total"]) == ("agent", "done", 3)
     assert f"Run {current.id}" in results["call_run"] and "3 clash(es) present" in results["call_run"]
+    assert f"model Services.ifc ({services_id})" in results["call_run"]
     assert all(clash_of(current, *pair) in results["call_run"] for pair in ((D1, B1), (D1, B2), (D2, B1)))
 
     assert "PARAMS staged" in results["call_params"] and "Sandbox run succeeded" in results["call_script"]
@@ -187,6 +188,12 @@ def test_the_clash_tools_need_a_project_and_a_known_test(session, fake):
     fake.script(Reply().tool("read_clashes", {"name": "ducts-beams"}, call_id="call_none"), Reply().text("Not run yet."))
     services.message_post(session_id=session["session"].id, text="and in ducts-beams?")
     assert "has no done run yet" in tool_results(fake)["call_none"]
+
+    run = run_test(session["test"])
+    fake.script(Reply().tool("read_clashes", {"name": "ducts-beams", "status": "new"}, call_id="call_new"), Reply().text("Three."))
+    services.message_post(session_id=session["session"].id, text="and now?")
+    answer = tool_results(fake)["call_new"]
+    assert answer.startswith(f"Run {run.id} of ducts-beams: 3 clash(es)") and answer.count("[new]") == 3
 
 
 @dataclasses.dataclass

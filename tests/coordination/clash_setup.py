@@ -12,6 +12,7 @@ are the real ones (coordination_app.services.runs: request, then run here as a c
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 
@@ -110,10 +111,15 @@ def move_duct(services: IfcModel, d1_box) -> None:
 
 
 def run_test(test: ClashTest, *, staged: bool = False) -> ClashRun:
-    """A run requested and run here, as a clash worker runs it; the run's row after it ended."""
+    """A run requested and run here, as a clash worker runs it (or by a worker thread that took it first); the run's
+    row after it ended."""
     run = run_request(test, staged=staged)
     clash_run_now(run.id)
+    deadline = time.monotonic() + 60
     run.refresh_from_db()
+    while run.status in (ClashRun.Status.QUEUED, ClashRun.Status.RUNNING) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        run.refresh_from_db()
     assert run.status == ClashRun.Status.DONE, (run.status, run.error)
     return run
 
