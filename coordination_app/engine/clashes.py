@@ -62,6 +62,7 @@ DISTANCE_BLOCK = 131_072  # point-triangle or edge-edge combinations computed at
 AXIS_BLOCK = 4096  # separating axes projected at a time
 MAX_CROSS_AXES = 250_000  # more edge-direction pairs than this: the hulls' depth is not exact (the solids decide)
 MIN_GAP = 1e-6  # metres: surfaces closer than this touch
+PAIR_CHUNK = 2048  # triangle pairs measured at a time, nearest boxes first
 SAME_DISTANCE = 1e-6  # metres: closest pairs this much farther than the closest still mark where the distance is
 
 
@@ -560,17 +561,17 @@ def _near(corners: np.ndarray, box: np.ndarray, reach: float) -> np.ndarray:
 
 
 def _triangle_pairs(one: np.ndarray, two: np.ndarray, reach: float):
-    """Blocks of index pairs (i, j) of the triangles (n, 3, 3) of one and two whose boxes come within reach, at
-    most about DISTANCE_BLOCK / 9 pairs a block (each pair costs 6 point-face and 9 edge-edge distances)."""
+    """Blocks of index pairs (i, j) of the triangles (n, 3, 3) of one and two whose boxes come within reach, with
+    the distance between their boxes (a lower bound of theirs), nearest first within a block."""
     low_one, high_one = one.min(axis=1), one.max(axis=1)
-    low_two, high_two = two.min(axis=1) - reach, two.max(axis=1) + reach
+    low_two, high_two = two.min(axis=1), two.max(axis=1)
     rows = max(1, DISTANCE_BLOCK // max(1, len(two)))
-    chunk = max(1, DISTANCE_BLOCK // 9)
     for start in range(0, len(one), rows):
-        hit = ((low_one[start:start + rows, None] <= high_two[None]) & (low_two[None] <= high_one[start:start + rows, None])).all(axis=2)
-        i, j = np.nonzero(hit)
-        for first in range(0, len(i), chunk):
-            yield i[first:first + chunk] + start, j[first:first + chunk]
+        gaps = np.maximum(low_two[None] - high_one[start:start + rows, None], low_one[start:start + rows, None] - high_two[None])
+        bound = np.sqrt((np.maximum(gaps, 0.0) ** 2).sum(axis=2))
+        i, j = np.nonzero(bound < reach)
+        order = np.argsort(bound[i, j], kind="stable")
+        yield i[order] + start, j[order], bound[i, j][order]
 
 
 def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, np.ndarray] | None:
@@ -584,17 +585,23 @@ def mesh_distance(first: _Shape, second: _Shape, reach: float) -> tuple[float, n
     one, two = one[_near(one, box_two, reach)], two[_near(two, box_one, reach)]
     if not len(one) or not len(two):
         return None
-    found = []  # (distances, midpoints) of each block's closest pairs
-    for i, j in _triangle_pairs(one, two, reach):
-        a, b = one[i], two[j]
-        for points, triangles in ((b.reshape(-1, 3), np.repeat(a, 3, axis=0)), (a.reshape(-1, 3), np.repeat(b, 3, axis=0))):
-            distances, feet = _point_face_distances(points, triangles)
-            found.append(_closest(distances, (feet + points) / 2))
-        starts_one, ends_one = np.repeat(a, 3, axis=1).reshape(-1, 3), np.repeat(a[:, [1, 2, 0]], 3, axis=1).reshape(-1, 3)
-        starts_two, ends_two = np.tile(b, (1, 3, 1)).reshape(-1, 3), np.tile(b[:, [1, 2, 0]], (1, 3, 1)).reshape(-1, 3)
-        kept = (np.abs(ends_one - starts_one).max(axis=1) > 1e-12) & (np.abs(ends_two - starts_two).max(axis=1) > 1e-12)
-        distances, x, y = _segment_distances(starts_one[kept], ends_one[kept], starts_two[kept], ends_two[kept])
-        found.append(_closest(distances, None, x, y))
+    found = []  # (distances, midpoints) of each chunk's closest pairs
+    best = reach
+    for pairs_i, pairs_j, bounds in _triangle_pairs(one, two, reach):
+        for start in range(0, len(pairs_i), PAIR_CHUNK):
+            if bounds[start] > best + SAME_DISTANCE:
+                break  # the rest of the block is farther apart than the closest pair found
+            i, j = pairs_i[start:start + PAIR_CHUNK], pairs_j[start:start + PAIR_CHUNK]
+            a, b = one[i], two[j]
+            for points, triangles in ((b.reshape(-1, 3), np.repeat(a, 3, axis=0)), (a.reshape(-1, 3), np.repeat(b, 3, axis=0))):
+                distances, feet = _point_face_distances(points, triangles)
+                found.append(_closest(distances, (feet + points) / 2))
+            starts_one, ends_one = np.repeat(a, 3, axis=1).reshape(-1, 3), np.repeat(a[:, [1, 2, 0]], 3, axis=1).reshape(-1, 3)
+            starts_two, ends_two = np.tile(b, (1, 3, 1)).reshape(-1, 3), np.tile(b[:, [1, 2, 0]], (1, 3, 1)).reshape(-1, 3)
+            kept = (np.abs(ends_one - starts_one).max(axis=1) > 1e-12) & (np.abs(ends_two - starts_two).max(axis=1) > 1e-12)
+            distances, x, y = _segment_distances(starts_one[kept], ends_one[kept], starts_two[kept], ends_two[kept])
+            found.append(_closest(distances, None, x, y))
+            best = min(best, min((d.min() for d, _ in found[-3:] if len(d)), default=best))
     smallest = min((distances.min() for distances, _ in found if len(distances)), default=np.inf)
     if not smallest < reach:
         return None
