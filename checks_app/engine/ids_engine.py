@@ -448,6 +448,18 @@ def check_model(
     """Every specification of every IDS document, in order; on_progress(done, total) after each. indexed: over one
     ModelIndex of the model (ids_index); False: by ifctester's own validate (the reference, same result)."""
     documents = [(source, load_ids(source.xml)) for source in sources]
+    return check_loaded(ifc, documents, on_progress=on_progress, failure_limit=failure_limit, indexed=indexed)
+
+
+def check_loaded(
+    ifc: ifcopenshell.file,
+    documents: list[tuple[IdsSource, ifctester_ids.Ids]],
+    *,
+    on_progress: Callable[[int, int], None] = lambda done, total: None,
+    failure_limit: int = FAILURE_LIMIT,
+    indexed: bool = True,
+) -> dict:
+    """check_model of IDS documents already loaded (load_ids), each with its source."""
     total = sum(len(document.specifications) for _, document in documents)
     ifctester_facet.get_pset.cache_clear()  # keyed by element: never reuse values of another model
     ifctester_facet.get_psets.cache_clear()

@@ -88,8 +88,9 @@ class ModelIndex:
         self.facets: dict[int, object] = {}  # id(facet) -> facet (kept alive while its id is a key)
         self.pset_contexts: dict[int, tuple | None] = {}  # element id -> (type's [(name, content)], own [(name, content)])
         self.contents: dict[tuple, tuple] = {}  # (property set id, baseName, has a value) -> content key
-        self.references: dict[int, tuple] = {}
-        self.materials: dict[int, object] = {}
+        self.types: dict[int, object] = {}  # element id -> its type (ifcopenshell's get_type)
+        self.associations: dict[int, tuple] = {}  # element id -> its HasAssociations
+        self.attribute_indexes: dict[tuple, tuple] = {}  # (class, attribute) -> (category, argument index)
         self.hops: dict[tuple, object] = {}  # (relation, element id) -> first related entity
         self.name_matches: dict[tuple, bool] = {}  # (id(facet), pset name) -> the facet's propertySet matches it
         self.candidates: dict[tuple, list] = {}
@@ -172,23 +173,40 @@ class ModelIndex:
     def _attribute_key(self, facet, element):
         if not isinstance(facet.name, str):
             return UNCACHED
-        category = element.get_attribute_category(facet.name)
-        if category != 1:
-            return element.is_a(), category
-        value = _value_key(getattr(element, facet.name, None))
-        return UNCACHED if value is UNCACHED else (element.is_a(), value)
+        ifc_class = element.is_a()
+        where = self.attribute_indexes.get((ifc_class, facet.name))
+        if where is None:  # (category, argument index) per class: 1 = a forward attribute, read by its index
+            category = element.get_attribute_category(facet.name)
+            where = self.attribute_indexes[(ifc_class, facet.name)] = (category, element.get_argument_index(facet.name) if category == 1 else -1)
+        if where[0] != 1:
+            return ifc_class, where[0]
+        value = _value_key(element[where[1]])
+        return UNCACHED if value is UNCACHED else (ifc_class, value)
+
+    def _associations(self, element) -> tuple:
+        found = self.associations.get(element.id())
+        if found is None:
+            found = self.associations[element.id()] = tuple(getattr(element, "HasAssociations", None) or ())
+        return found
 
     def _references(self, element):
-        found = self.references.get(element.id())
-        if found is None:
-            found = self.references[element.id()] = tuple(ifcopenshell.util.classification.get_references(element))
-        return found
+        """What ifcopenshell's get_references reads of an object: its type's references (a function of the type) and
+        its own, in the order of its associations (the order its set of references is built in); other elements
+        (materials, references, ...) read theirs another way: asked directly."""
+        if not element.is_a("IfcRoot"):
+            return UNCACHED
+        element_type = self._type(element) if element.is_a("IfcObject") else None
+        own = tuple(rel.RelatingClassification for rel in self._associations(element) if rel.is_a("IfcRelAssociatesClassification"))
+        return "references", element_type if element_type is not element else None, own
 
     def _material(self, element):
-        found = self.materials.get(element.id(), UNCACHED)
-        if found is UNCACHED:
-            found = self.materials[element.id()] = ifcopenshell.util.element.get_material(element, should_skip_usage=True)
-        return found
+        """What ifcopenshell's get_material (usages skipped) reads: the material of the element's first material
+        association, else its type's (when the type has associations)."""
+        own = next((rel for rel in self._associations(element) if rel.is_a("IfcRelAssociatesMaterial")), None)
+        if own is not None:
+            return "own", own.RelatingMaterial
+        element_type = self._type(element)
+        return "type", element_type if element_type is not element else None
 
     def _hop(self, facet, element):
         relation = facet.relation
@@ -261,8 +279,19 @@ class ModelIndex:
         return context
 
     def _type(self, element):
-        """ifcopenshell's get_type, once per element (the type's property sets are read once per type)."""
-        return ifcopenshell.util.element.get_type(element)
+        """ifcopenshell's get_type, once per element, without reading the file's schema each time."""
+        element_id = element.id()
+        found = self.types.get(element_id, UNCACHED)
+        if found is UNCACHED:
+            if element.is_a("IfcTypeObject"):
+                found = element
+            elif not self.ifc2x3:
+                typed = getattr(element, "IsTypedBy", None) or ()
+                found = typed[0].RelatingType if typed else None
+            else:
+                found = next((rel.RelatingType for rel in getattr(element, "IsDefinedBy", None) or () if rel.is_a("IfcRelDefinesByType")), None)
+            self.types[element_id] = found
+        return found
 
     def _content(self, definition, facet) -> tuple | None:
         """A property set by what the property facet reads of it: its class and name and, of the properties (or
