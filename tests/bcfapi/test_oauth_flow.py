@@ -127,8 +127,12 @@ def test_refresh_rotates_and_a_used_refresh_token_is_dead(people, desktop_client
     new = refreshed.json()
     assert new["refresh_token"] != tokens["refresh_token"] and new["access_token"].startswith(OAUTH_PREFIX)
     assert as_bearer(new["access_token"]).get("/foundation/1.0/current-user").status_code == 200
+    assert as_bearer(tokens["access_token"]).get("/foundation/1.0/current-user").status_code == 401  # the old pair ended
     reused = token_request({"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}, basic=desktop_client.basic)
     assert reused.status_code == 400 and reused.json()["error"] == "invalid_grant"
+    # a refresh token used twice is a stolen one: the whole chain ends (reuse protection)
+    assert as_bearer(new["access_token"]).get("/foundation/1.0/current-user").status_code == 401
+    assert token_request({"grant_type": "refresh_token", "refresh_token": new["refresh_token"]}, basic=desktop_client.basic).status_code == 400
 
 
 def test_revoke_ends_the_token_and_the_api_answers_401_with_a_bearer_challenge(people, desktop_client):
