@@ -44,7 +44,7 @@ class ClashRunSerializer(serializers.ModelSerializer):
     runId = serializers.CharField(source="id")
     test = serializers.CharField(source="test.name")
     progress = serializers.SerializerMethodField()
-    models = serializers.JSONField(source="model_versions")
+    models = serializers.SerializerMethodField()
     summary = serializers.SerializerMethodField()
     requestedBy = serializers.CharField(source="requested_by")
     createdAt = serializers.DateTimeField(source="created_at")
@@ -55,6 +55,10 @@ class ClashRunSerializer(serializers.ModelSerializer):
         model = ClashRun
         fields = ["runId", "test", "status", "progress", "models", "summary", "error", "trigger", "staged", "requestedBy", "createdAt",
                   "startedAt", "finishedAt"]
+
+    def get_models(self, run) -> list[dict]:
+        """[{modelId, version}] the run used (what else a run records of its models stays inside)."""
+        return [{"modelId": entry["modelId"], "version": entry["version"]} for entry in run.model_versions]
 
     def get_progress(self, run) -> dict:
         return {"phase": run.progress_phase, "percent": run.progress_percent}

@@ -18,6 +18,7 @@ from models_app.storage import (
     IFC_FILE,
     METADATA_FILE,
     MODEL_ID_RE,
+    file_signature,
     latest_saved_product,
     model_file,
     script_state_present,
@@ -64,6 +65,21 @@ def model_current_version(model_id: str) -> str:
             return saved.stem
     number = ModelRevision.objects.filter(model_id=model_id).aggregate(last=Max("number"))["last"]
     return f"v{number or 1}"
+
+
+def model_ready_product_is_saved(model_id: str) -> bool:
+    """Whether the product the model's last conversion made ready (IfcModel.converted_ifc) is a saved version, not
+    the preview of a script run that is not saved (a script's run converts its working product too). An uploaded
+    model's product is always its last revision; a script's saved version is a hard link of model.ifc taken at the
+    save, so the converted file is that version when their signatures agree."""
+    model = IfcModel.objects.filter(pk=model_id).only("converted_ifc").first()
+    if model is None or not script_state_present(model_id):
+        return model is not None
+    saved = latest_saved_product(model_id)
+    try:
+        return saved is not None and file_signature(saved) == model.converted_ifc
+    except FileNotFoundError:
+        return False
 
 
 def model_download_file(model_id: str, *, current_product: bool = False) -> tuple[IfcModel, Path]:

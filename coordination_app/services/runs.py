@@ -36,7 +36,7 @@ from core.errors import ApplicationError, Conflict
 from models_app.federation import project_placements
 from models_app.models import IfcModel
 from models_app.public import CLASH_GEOMETRY_FILE, IFC_FILE, model_file
-from models_app.selectors import model_current_version, model_metadata, project_of_model
+from models_app.selectors import model_current_version, model_metadata, model_ready_product_is_saved, project_of_model
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,11 @@ def _models_checked(test: ClashTest, staged: bool) -> list[IfcModel]:
 
 
 def _versions(models: list[IfcModel], staged: bool) -> list[dict]:
-    return [{"modelId": model.id, "version": STAGED_VERSION if staged else model_current_version(model.id)} for model in models]
+    """[{modelId, version, ifc}] the run uses: each model's current version and the signature of its converted IFC
+    (IfcModel.converted_ifc; kept for the automatic runs' comparison, not answered by the API), or "staged"."""
+    if staged:
+        return [{"modelId": model.id, "version": STAGED_VERSION, "ifc": None} for model in models]
+    return [{"modelId": model.id, "version": model_current_version(model.id), "ifc": model.converted_ifc} for model in models]
 
 
 def run_request(test: ClashTest, *, trigger: str = ClashRun.Trigger.USER, by: str = "", staged: bool = False) -> ClashRun:
@@ -95,19 +99,43 @@ def run_cancel(run: ClashRun) -> ClashRun:
     return run
 
 
+def _same_products(run: ClashRun, current: dict[str, dict]) -> bool:
+    """The run used exactly these versions and converted IFCs of the test's models."""
+    used = {entry["modelId"]: (entry.get("version"), entry.get("ifc")) for entry in run.model_versions}
+    return all(used.get(model_id) == (entry["version"], entry["ifc"]) for model_id, entry in current.items())
+
+
+def _automatic_run_needed(test: ClashTest, current: dict[str, dict]) -> bool:
+    """No run of the test's current versions is waiting or made: none queued (a queued run takes the versions current
+    when it starts), and the last one started did not use these same products (two ready events of one version,
+    a preview discarded back to the saved version)."""
+    runs = test.runs.filter(staged=False)
+    if runs.filter(status=ClashRun.Status.QUEUED).exists():
+        return False
+    last = runs.filter(status__in=(ClashRun.Status.RUNNING, ClashRun.Status.DONE)).order_by("-created_at").first()
+    return last is None or not _same_products(last, {model_id: current[model_id] for model_id in test.model_ids() if model_id in current})
+
+
 def queue_automatic_runs(model_id: str) -> list[ClashRun]:
-    """The model became ready: every automatic test of its project that names it gets a run (trigger automatic),
-    unless one of that test is still queued (it will take the new version). A test that cannot run now (another of
-    its models is converting) is skipped: its run comes when that model is ready."""
+    """The model became ready: every automatic test of its project that names it gets a run (trigger automatic) when
+    the ready product is a new saved version (an upload, a new revision, a save, a reconversion that changed the
+    IFC). Nothing runs for the preview of a script run that is not saved, nor when a run of the test is queued or
+    already used these versions. A test that cannot run now (another of its models is converting) is skipped: its
+    run comes when that model is ready."""
     project_id = project_of_model(model_id)
     if project_id is None:
         return []
+    if not model_ready_product_is_saved(model_id):
+        logger.info("model %s is ready with an unsaved preview: no automatic clash run", model_id)
+        return []
     queued = []
     for test in ClashTest.objects.filter(project_id=project_id, automatic=True).order_by("name"):
-        if model_id not in test.model_ids() or test.runs.filter(status=ClashRun.Status.QUEUED, staged=False).exists():
+        if model_id not in test.model_ids():
             continue
         try:
-            queued.append(run_request(test, trigger=ClashRun.Trigger.AUTOMATIC, by="automatic"))
+            current = {entry["modelId"]: entry for entry in _versions(_models_checked(test, staged=False), staged=False)}
+            if _automatic_run_needed(test, current):
+                queued.append(run_request(test, trigger=ClashRun.Trigger.AUTOMATIC, by="automatic"))
         except Conflict as exc:
             logger.info("automatic run of clash test %s skipped: %s", test, exc)
     return queued
