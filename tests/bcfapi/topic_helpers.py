@@ -44,8 +44,7 @@ def make_team(usernames=(("olga", "owner"), ("rita", "reviewer"), ("vera", "view
 
 
 @pytest.fixture
-def team(settings) -> Team:
-    settings.ROOT_URLCONF = "tests.bcfapi.h7_urls"
+def team(db) -> Team:
     return make_team()
 
 
