@@ -89,6 +89,7 @@ class ModelIndex:
         self.pset_contexts: dict[int, tuple | None] = {}  # element id -> (type's [(name, content)], own [(name, content)])
         self.contents: dict[tuple, tuple] = {}  # (property set id, baseName, has a value) -> content key
         self.types: dict[int, object] = {}  # element id -> its type (ifcopenshell's get_type)
+        self.type_psets: dict[int, tuple | None] = {}  # type id -> ([(name, set)], {name: first set})
         self.associations: dict[int, tuple] = {}  # element id -> its HasAssociations
         self.attribute_indexes: dict[tuple, tuple] = {}  # (class, attribute) -> (category, argument index)
         self.hops: dict[tuple, object] = {}  # (relation, element id) -> first related entity
@@ -236,12 +237,10 @@ class ModelIndex:
         context = self._pset_context(element)
         if context is None:
             return UNCACHED
-        type_psets, own_psets = context
+        type_psets, own_psets, type_first, own_first = context
         if isinstance(facet.propertySet, str):  # ifcopenshell's get_pset: the first of the name, the type's and its own
             name = facet.propertySet
-            type_pset = next((definition for found, definition in type_psets if found == name), None)
-            own_pset = next((definition for found, definition in own_psets if found == name), None)
-            return name, self._content(type_pset, facet), self._content(own_pset, facet)
+            return name, self._content(type_first.get(name), facet), self._content(own_first.get(name), facet)
         names = [name for name in dict.fromkeys(name for name, _ in (*type_psets, *own_psets)) if self._name_matches(facet, name)]
         # ifcopenshell's get_psets: per name (type's first), every set of the name merged in order
         return tuple((name, tuple(self._content(definition, facet) for found, definition in type_psets if found == name),
@@ -255,8 +254,9 @@ class ModelIndex:
         return found
 
     def _pset_context(self, element):
-        """(the type's property sets, the element's own) as [(name, definition)] in ifcopenshell's order, or None for
-        an element whose property sets ifcopenshell reads another way (types, materials, profiles)."""
+        """(the type's property sets, the element's own) as [(name, definition)] in ifcopenshell's order, and the
+        first of each name of both, or None for an element whose property sets ifcopenshell reads another way
+        (types, materials, profiles)."""
         element_id = element.id()
         if element_id in self.pset_contexts:
             return self.pset_contexts[element_id]
@@ -266,17 +266,35 @@ class ModelIndex:
             defined_by = getattr(element, "IsDefinedBy", None)
             if defined_by is not None:
                 element_type = self._type(element)
-                type_psets = [(definition.Name, definition) for definition in (element_type.HasPropertySets or [])] \
-                    if element_type is not None and element_type.is_a("IfcTypeObject") else None
-                own = []
-                for relationship in defined_by:
-                    if relationship.is_a("IfcRelDefinesByProperties"):
-                        definition = relationship.RelatingPropertyDefinition
-                        members = definition.wrappedValue if definition.is_a("IfcPropertySetDefinitionSet") else (definition,)
-                        own += [(member.Name, member) for member in members]
-                context = None if type_psets is None and element_type is not None else (type_psets or [], own)
+                type_psets = self._type_psets(element_type) if element_type is not None else ([], {})
+                if type_psets is not None:
+                    own = []
+                    for relationship in defined_by:
+                        if relationship.is_a("IfcRelDefinesByProperties"):
+                            definition = relationship[5]  # RelatingPropertyDefinition
+                            members = definition.wrappedValue if definition.is_a("IfcPropertySetDefinitionSet") else (definition,)
+                            own += [(member[2], member) for member in members]  # (Name, the set)
+                    own_first: dict = {}
+                    for name, definition in own:
+                        own_first.setdefault(name, definition)
+                    context = (type_psets[0], own, type_psets[1], own_first)
         self.pset_contexts[element_id] = context
         return context
+
+    def _type_psets(self, element_type):
+        """A type's property sets [(name, definition)] and the first of each name, once per type; None for a type
+        that is not an IfcTypeObject (its occurrences' property sets are then asked about directly)."""
+        type_id = element_type.id()
+        if type_id not in self.type_psets:
+            if element_type.is_a("IfcTypeObject"):
+                psets = [(definition[2], definition) for definition in (element_type.HasPropertySets or ())]
+                first: dict = {}
+                for name, definition in psets:
+                    first.setdefault(name, definition)
+                self.type_psets[type_id] = (psets, first)
+            else:
+                self.type_psets[type_id] = None
+        return self.type_psets[type_id]
 
     def _type(self, element):
         """ifcopenshell's get_type, once per element, without reading the file's schema each time."""
