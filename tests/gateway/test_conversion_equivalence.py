@@ -41,7 +41,7 @@ def convert(ifc: Path, out: Path, golden: dict) -> dict:
     assert result.ok, result.error
     read_by_ifcopenshell = golden["elementValuesSHA256"] is not None
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["model.xkt", "metadata.json"] + (["element-values.json", "element-bounds.json"] if read_by_ifcopenshell else []))
+        ["model.xkt", "metadata.json"] + (["element-values.json", "element-bounds.json", "clash-geometry.bin", "georeference.json"] if read_by_ifcopenshell else []))
     if read_by_ifcopenshell:  # bounds of exactly the elements the XKT shows, each a box
         bounds = json.loads((out / "element-bounds.json").read_text())
         assert set(bounds) == set(xkt_entity_ids((out / "model.xkt").read_bytes()))
