@@ -160,6 +160,7 @@ def test_bcf_client_signs_in_with_oauth2_lists_projects_and_works_on_a_topic(bcf
     assert requests.get(f"{stack.url}/bcf/3.0/projects", headers={"Authorization": f"Bearer {old_access}"}, timeout=30).status_code == 401
 
     _topic_round_trip(stack, rest, client, project["projectId"], model["id"])
+    _web_client_topic_read_by_the_client(stack, rest, client, project["projectId"], model["id"])
 
 
 def _topic_round_trip(stack: Stack, rest: requests.Session, client: bcfapi.BcfClient, project_id: str, model_id: str) -> None:
@@ -216,3 +217,30 @@ def _topic_round_trip(stack: Stack, rest: requests.Session, client: bcfapi.BcfCl
     assert status == 200
     assert client.get_topic(project_id, topic_guid) is None
     assert [i for i in rest.get(f"{stack.url}/api/v1/models/{model_id}/issues", timeout=30).json()["data"] if i["title"] == "Beam through duct"] == []
+
+
+def _web_client_topic_read_by_the_client(stack: Stack, rest: requests.Session, client: bcfapi.BcfClient, project_id: str, model_id: str) -> None:
+    """An issue pinned the way the web client pins one (REST, its viewpoint from xeokit's BCFViewpointsPlugin) is a
+    topic the client reads with its camera and components as they were made."""
+    viewpoint = {
+        "perspective_camera": {"camera_view_point": {"x": 4.5, "y": -12.25, "z": 6.0}, "camera_direction": {"x": -0.3, "y": 0.9, "z": -0.3},
+                               "camera_up_vector": {"x": 0.0, "y": 0.0, "z": 1.0}, "field_of_view": 45.0, "aspect_ratio": 1.78},
+        "components": {"selection": [{"ifc_guid": "1hOSvn6df7F8_7GcBWlR72", "originating_system": "xeokit", "authoring_tool_id": "xeokit"}],
+                       "visibility": {"default_visibility": False, "exceptions": [{"ifc_guid": "0w6JZ6kLP5XeBPBZp3Ht2u"}],
+                                      "view_setup_hints": {"spaces_visible": False, "space_boundaries_visible": False, "openings_visible": False}},
+                       "coloring": [{"color": "FF0000", "components": [{"ifc_guid": "1hOSvn6df7F8_7GcBWlR72"}]}]},
+        "clipping_planes": [{"location": {"x": 0.0, "y": 0.0, "z": 2.5}, "direction": {"x": 0.0, "y": 0.0, "z": 1.0}}],
+    }
+    made = rest.post(f"{stack.url}/api/v1/models/{model_id}/issues", files={"issue": (None, json.dumps({"title": "Pinned in the viewer", "viewpoints": [viewpoint]}))},
+                     timeout=60).json()
+    assert made["code"] == 0, made
+    topic_guid, viewpoint_guid = made["data"]["topicGuid"], made["data"]["viewpoints"][0]["guid"]
+    assert topic_guid in [t["guid"] for t in client.get(f"/projects/{project_id}/topics")]
+    assert client.get_topic(project_id, topic_guid)["title"] == "Pinned in the viewer"
+    (listed,) = client.get_viewpoints(project_id, topic_guid)
+    read = client.get_viewpoint(project_id, topic_guid, viewpoint_guid)
+    assert listed["guid"] == read["guid"] == viewpoint_guid
+    assert read["perspective_camera"] == viewpoint["perspective_camera"] and read["clipping_planes"] == viewpoint["clipping_planes"]
+    assert client.get_selection(project_id, topic_guid, viewpoint_guid) == {"selection": viewpoint["components"]["selection"]}
+    assert client.get_visibility(project_id, topic_guid, viewpoint_guid) == {"visibility": viewpoint["components"]["visibility"]}
+    assert client.get_coloring(project_id, topic_guid, viewpoint_guid) == {"coloring": viewpoint["components"]["coloring"]}
