@@ -68,11 +68,9 @@ export class CoordinationPanel {
     this.run = null; // the run shown
     this.clashes = [];
     this.current = null; // the clash shown in 3D (its clashId)
-    this.hiddenModels = new Set();
-    this.xrayedModels = new Set();
     this.timer = null;
     this.layout();
-    app.view3d.on((event) => { if (event.type === "loaded" || event.type === "unloaded") this.renderModels(); });
+    app.view3d.on((event) => { if (["loaded", "unloaded", "visibility"].includes(event.type)) this.renderModels(); });
   }
 
   get base() {
@@ -162,8 +160,6 @@ export class CoordinationPanel {
     this.run = null;
     this.clashes = [];
     this.current = null;
-    this.hiddenModels.clear();
-    this.xrayedModels.clear();
     clearTimeout(this.timer);
     this.empty.hidden = Boolean(projectId);
     this.body.hidden = !projectId;
@@ -202,15 +198,16 @@ export class CoordinationPanel {
       h("tr", {}, h("th", { i18n: "Shown" }), h("th", { i18n: "Model" }), h("th", { i18n: "Discipline" }), h("th", { i18n: "Version" }), h("th", {})),
       this.models.length ? this.models.map((model) => {
         const shown = onScreen.has(model.modelId);
+        const state = this.app.view3d.modelState(model.modelId);
         return h("tr", { "data-testid": "coord-model", dataset: { modelId: model.modelId } },
-          h("td", {}, h("input", { type: "checkbox", "data-testid": "coord-model-visible", checked: shown && !this.hiddenModels.has(model.modelId), disabled: !shown,
+          h("td", {}, h("input", { type: "checkbox", "data-testid": "coord-model-visible", checked: shown && state.visible, disabled: !shown,
             i18nTitle: "Show or hide this model", onChange: (event) => this.setVisible(model.modelId, event.target.checked) })),
           h("td", {}, model.name, model.status !== "ready" ? h("small", { class: `status ${model.status}` }, ` ${t(model.status)}`) : null),
           h("td", { "data-testid": "coord-model-discipline" }, model.discipline || "—"),
           h("td", {}, model.version || ""),
           h("td", { class: "coord-model-actions" },
             h("button", { type: "button", class: "link", "data-testid": "coord-model-isolate", i18n: "Isolate", disabled: !shown, onClick: () => this.isolate(model.modelId) }),
-            h("label", { class: "coord-xray" }, h("input", { type: "checkbox", "data-testid": "coord-model-xray", checked: this.xrayedModels.has(model.modelId), disabled: !shown,
+            h("label", { class: "coord-xray" }, h("input", { type: "checkbox", "data-testid": "coord-model-xray", checked: shown && state.xrayed, disabled: !shown,
               onChange: (event) => this.setXrayed(model.modelId, event.target.checked) }), h("span", { i18n: "X-ray" }))));
       }) : h("tr", {}, h("td", { colspan: 5, class: "hint", i18n: "No models in this project yet." })));
   }
@@ -221,22 +218,15 @@ export class CoordinationPanel {
   }
 
   setVisible(modelId, visible) {
-    if (visible) this.hiddenModels.delete(modelId);
-    else this.hiddenModels.add(modelId);
     this.app.view3d.setModelVisible(modelId, visible);
   }
 
   setXrayed(modelId, xrayed) {
-    if (xrayed) this.xrayedModels.add(modelId);
-    else this.xrayedModels.delete(modelId);
     this.app.view3d.setModelXrayed(modelId, xrayed);
   }
 
   isolate(modelId) {
-    this.app.view3d.clearClash();
-    this.hiddenModels = new Set(this.models.map((m) => m.modelId).filter((id) => id !== modelId));
     this.app.view3d.isolateModel(modelId);
-    this.renderModels();
   }
 
   modelName(modelId) {

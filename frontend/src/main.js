@@ -187,10 +187,11 @@ class App {
     if (!this.model) return;
     const current = models.find((m) => m.id === this.model.id);
     if (!current) {
-      this.closeModel();
+      if (!this.federation) this.closeModel(); // a federated model may be missing from a share link's list
     } else if (this.waitingForProduct && current.status !== "converting") {
       this.waitingForProduct = false;
-      if (current.status === "ready") this.loadGeometry(current);
+      if (current.status === "ready" && this.federation) this.openFederation(this.federation.projectId); // all of it again
+      else if (current.status === "ready") this.loadGeometry(current);
       else this.setState(t("Conversion failed: {error}", { error: current.error }), "error");
     }
   }

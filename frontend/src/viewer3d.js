@@ -76,7 +76,7 @@ export class ModelView {
     this.versionModel = null; // elements of a saved version shown beside the model (a diff's removed elements)
     this.picked = null;
     this.mode = "select";
-    this.listeners = new Set(); // (event) => void: "mode", "loaded", "unloaded", "diff", "plan", "sections"
+    this.listeners = new Set(); // (event) => void: "mode", "loaded", "unloaded", "diff", "plan", "sections", "visibility"
   }
 
   // the tools, made after the constructor so that a model load can start first (its download overlaps them)
@@ -222,21 +222,34 @@ export class ModelView {
     return metaModel ? metaModel.id : null;
   }
 
-  // a whole model of the federated view shown or hidden, X-rayed or not, or alone (isolated)
+  // a whole model of the federated view shown or hidden, X-rayed or not, or alone (isolated); its state: shown
+  // while any of its objects is, X-rayed while any is
+  modelState(modelId) {
+    const model = this.viewer.scene.models[modelId];
+    return { visible: Boolean(model && model.visible), xrayed: Boolean(model && model.xrayed) };
+  }
+
   setModelVisible(modelId, visible) {
     const model = this.viewer.scene.models[modelId];
     if (model) model.visible = visible;
+    this.emit({ type: "visibility" });
   }
 
   setModelXrayed(modelId, xrayed) {
     const model = this.viewer.scene.models[modelId];
     if (model) model.xrayed = xrayed;
+    this.emit({ type: "visibility" });
   }
 
   isolateModel(modelId) {
-    for (const id of this.modelIds()) this.setModelVisible(id, id === modelId);
+    this.clearClash();
+    for (const id of this.modelIds()) {
+      const model = this.viewer.scene.models[id];
+      if (model) model.visible = id === modelId;
+    }
     const model = this.viewer.scene.models[modelId];
     if (model) this.viewer.cameraFlight.flyTo({ aabb: model.aabb, duration: FIT_SECONDS });
+    this.emit({ type: "visibility" });
   }
 
   // A clash: its two elements alone (the others hidden), A's and B's colours, a little translucent so the point
@@ -267,6 +280,7 @@ export class ModelView {
     });
     this.clashMarks = { marker, ids };
     this.viewer.cameraFlight.flyTo({ aabb, duration: FIT_SECONDS });
+    this.emit({ type: "visibility" });
     return ids;
   }
 
@@ -410,6 +424,7 @@ export class ModelView {
     scene.setObjectsVisible(scene.objectIds, true);
     scene.setObjectsXRayed(scene.xrayedObjectIds, false);
     if (this.diff) this.applyDiff(this.diff);
+    this.emit({ type: "visibility" });
   }
 
   fit(ids) {

@@ -144,8 +144,10 @@ def test_two_models_placed_by_map_conversion_meet_at_the_same_pixels(page, web_s
     assert page.evaluate("(guid) => viewerApp.view3d.viewer.scene.objects[guid].xrayed", b["guid"]) is True
 
     # picking an element of the second model shows its properties and makes it the open model
-    page.click("[data-testid=show-all]")
-    row["b"].locator("[data-testid=coord-model-xray]").uncheck()
+    assert not row["a"].locator("[data-testid=coord-model-visible]").is_checked()
+    page.click("[data-testid=show-all]")  # the tab's model list follows the view
+    assert row["a"].locator("[data-testid=coord-model-visible]").is_checked()
+    assert not row["b"].locator("[data-testid=coord-model-xray]").is_checked()
     page.evaluate("(guid) => viewerApp.view3d.select(guid)", b["guid"])
     page.wait_for_function("(id) => viewerApp.model && viewerApp.model.id === id", arg=b["id"])
     page.click("[data-tab=properties]")
