@@ -1,0 +1,159 @@
+"""The IDS index (checks_app/engine/ids_index.py) gives the same result as the engine without it (ifctester's own
+validate with the corrections), to the last failure's text: on the official test cases, on the samples and on a
+generated tower with types, materials and classifications, against the example IDS files; and it evaluates a facet
+once per distinct key, not once per element. The warm check process (checks_app/engine/zygote.py) serves several
+checks without starting again."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import ifcopenshell
+import ifcopenshell.api.pset
+import ifcopenshell.api.root
+import pytest
+from ifctester import facet as ifctester_facet
+
+from checks_app.engine import runner
+from checks_app.engine.ids_engine import IdsSource, check_model, load_ids
+from checks_app.engine.ids_index import ModelIndex
+from models_app.public import ConversionLimits
+from tests.checks.test_conformance import CASES
+from tests.helpers import sample
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = [ROOT / "checks_app" / "examples" / name for name in ("review-basics.ids", "review-at-scale.ids")]
+SAMPLES = ["IfcOpenHouse_IFC4.ifc", "duplex.ifc", "AC20-FZK-Haus.ifc", "example.ifc"]
+
+
+def _both(ifc: ifcopenshell.file, sources: list[IdsSource]) -> tuple[dict, dict]:
+    return check_model(ifc, sources, indexed=False), check_model(ifc, sources, indexed=True)
+
+
+def test_the_official_cases_give_the_same_result_with_and_without_the_index():
+    if not CASES:
+        pytest.skip("the official IDS test cases are not available")
+    differing = []
+    for ids_path in CASES:
+        ifc = ifcopenshell.open(str(ids_path.with_suffix(".ifc")))
+        before, after = _both(ifc, [IdsSource(ids_path.name, ids_path.read_text(encoding="utf-8"))])
+        if before != after:
+            differing.append(f"{ids_path.parent.name}/{ids_path.name}")
+    assert differing == []
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_the_samples_give_the_same_result_with_and_without_the_index(name):
+    ifc = ifcopenshell.open(str(sample(name)))
+    for ids_path in EXAMPLES:
+        before, after = _both(ifc, [IdsSource(ids_path.name, ids_path.read_text(encoding="utf-8"))])
+        assert before["summary"]["failures"] > 0  # the IDS says something about the model
+        assert json.dumps(after, sort_keys=True) == json.dumps(before, sort_keys=True), ids_path.name
+
+
+@pytest.fixture(scope="module")
+def enriched_tower(tmp_path_factory) -> Path:
+    """The benchmark's tower (bench/ids_check.py), small: types with property sets, layer sets, Uniclass references."""
+    spec = importlib.util.spec_from_file_location("ids_check_bench", ROOT / "bench" / "ids_check.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench.build_tower(tmp_path_factory.mktemp("tower"), 3, 3)
+
+
+def test_a_tower_with_types_materials_and_classifications_gives_the_same_result(enriched_tower):
+    ifc = ifcopenshell.open(str(enriched_tower))
+    sources = [IdsSource(path.name, path.read_text(encoding="utf-8")) for path in EXAMPLES]
+    before, after = _both(ifc, sources)
+    assert after == before
+    by_name = {spec["name"]: spec for spec in after["specifications"]}
+    # through the types: the brick type's fire rating fails its walls (untyped walls have none), the window type's
+    # reference classifies its windows
+    found = {failure["found"] for failure in by_name["Walls have a fire rating (from their type)"]["failures"]}
+    assert found == {"REI30", "no value for the property"}
+    assert by_name["Windows are classified (also through their type)"]["failedElements"] < by_name["Windows are classified (also through their type)"]["applicable"]
+    assert by_name["No proxies"]["status"] == "fail"
+
+
+def _walls(count: int, fire_ratings: list[str]) -> ifcopenshell.file:
+    ifc = ifcopenshell.file(schema="IFC4")
+    ifcopenshell.api.root.create_entity(ifc, ifc_class="IfcProject", name="P")
+    for index in range(count):
+        wall = ifcopenshell.api.root.create_entity(ifc, ifc_class="IfcWall", name=f"W{index}")
+        pset = ifcopenshell.api.pset.add_pset(ifc, product=wall, name="Pset_WallCommon")
+        ifcopenshell.api.pset.edit_pset(ifc, pset=pset, properties={"FireRating": fire_ratings[index % len(fire_ratings)], "Reference": f"R{index}"})
+    return ifc
+
+
+FIRE_IDS = """<?xml version="1.0" encoding="utf-8"?>
+<ids xmlns="http://standards.buildingsmart.org/IDS" xmlns:xs="http://www.w3.org/2001/XMLSchema">
+  <info><title>t</title></info>
+  <specifications>
+    <specification name="Walls are REI60" ifcVersion="IFC4">
+      <applicability minOccurs="0" maxOccurs="unbounded"><entity><name><simpleValue>IFCWALL</simpleValue></name></entity></applicability>
+      <requirements>
+        <property><propertySet><simpleValue>Pset_WallCommon</simpleValue></propertySet><baseName><simpleValue>FireRating</simpleValue></baseName>
+          <value><simpleValue>REI60</simpleValue></value></property>
+        <property><propertySet><simpleValue>Pset_WallCommon</simpleValue></propertySet><baseName><simpleValue>Reference</simpleValue></baseName></property>
+      </requirements>
+    </specification>
+  </specifications>
+</ids>"""
+
+
+def test_a_facet_runs_once_per_distinct_key_not_once_per_element(monkeypatch):
+    """40 walls, each with its own property set: the fire rating (one of 2 values) is looked at twice, the
+    reference (a value on each wall, but no value asked for: only its presence and type count) once."""
+    calls = []
+    original = ifctester_facet.Property.__call__
+    monkeypatch.setattr(ifctester_facet.Property, "__call__", lambda self, inst, logger=None: calls.append(self.baseName) or original(self, inst, logger))
+    ifc = _walls(40, ["REI60", "REI30"])
+    specification = load_ids(FIRE_IDS).specifications[0]
+    evaluation = ModelIndex(ifc).evaluate(specification)
+    assert len(evaluation.applicable) == 40 and len(evaluation.failed_elements) == 20
+    assert sorted(calls) == ["FireRating", "FireRating", "Reference"]
+    assert {outcome.reason["actual"] for _, _, outcome in evaluation.failures} == {"REI30"}
+
+
+def test_elements_that_differ_in_what_a_facet_reads_are_not_confused():
+    """A value of another type (a label vs a text), an empty value and a missing property each get their own
+    outcome, as without the index."""
+    ifc = _walls(4, ["REI60"])
+    walls = ifc.by_type("IfcWall")
+    walls[1].IsDefinedBy[0].RelatingPropertyDefinition.HasProperties[0].NominalValue = ifc.createIfcText("REI60")
+    walls[2].IsDefinedBy[0].RelatingPropertyDefinition.HasProperties[0].NominalValue = ifc.createIfcLabel("")
+    ifcopenshell.api.pset.edit_pset(ifc, pset=walls[3].IsDefinedBy[0].RelatingPropertyDefinition, properties={"FireRating": None}, should_purge=True)
+    before, after = _both(ifc, [IdsSource("fire.ids", FIRE_IDS.replace("<property><propertySet>", '<property dataType="IFCLABEL"><propertySet>', 1))])
+    assert after == before
+    assert [failure["found"] for failure in after["specifications"][0]["failures"]] == ["IfcText", "no value for the property", "no value for the property"]
+
+
+def test_the_warm_check_process_serves_several_checks(tmp_path):
+    limits = ConversionLimits()
+    job = {"ids": [{"name": "fire.ids", "content": FIRE_IDS}], "overrides": None}
+    runner.warm_up(limits)
+    zygote = runner.check_zygote(limits)
+    pid = zygote.process.pid
+    for run in range(2):
+        (tmp_path / str(run)).mkdir()
+        outcome = runner.run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=job, work_dir=tmp_path / str(run), timeout_seconds=120,
+                                           limits=limits, on_progress=lambda *_: None)
+        assert outcome.ok, outcome.error
+        assert json.loads((tmp_path / str(run) / runner.RESULT_FILE).read_text())["summary"]["specifications"] == 1
+    assert zygote.alive and zygote.process.pid == pid  # not started again
+
+
+def test_a_check_past_its_time_limit_is_stopped_and_the_zygote_serves_the_next(tmp_path):
+    limits = ConversionLimits()
+    big = tmp_path / "big.ifc"
+    ifc = _walls(1500, ["REI60", "REI30", "EI30"])
+    ifc.write(str(big))
+    job = {"ids": [{"name": "fire.ids", "content": FIRE_IDS}], "overrides": None}
+    (tmp_path / "slow").mkdir()
+    slow = runner.run_check_process(ifc_path=big, job=job, work_dir=tmp_path / "slow", timeout_seconds=0.05, limits=limits, on_progress=lambda *_: None)
+    assert not slow.ok and "time limit" in slow.error and slow.repeatable
+    (tmp_path / "next").mkdir()
+    following = runner.run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=job, work_dir=tmp_path / "next", timeout_seconds=120,
+                                         limits=limits, on_progress=lambda *_: None)
+    assert following.ok, following.error
