@@ -1,13 +1,17 @@
 """One clash run's geometry work, in its own confined process (coordination_app.services.confined; a memory blow-up
-in the engine takes only this process down, under a memory cap like a conversion's):
+in the engine, or a hostile IFC, takes only this process down, under a memory cap like a conversion's):
 
     python -m coordination_app.run_child --job /proc/self/fd/N --out /proc/self/fd/M [--memory-mb N]
 
-job: {"kind", "tolerance", "distance", "a": [side], "b": [side] | null, "geometry": {model id: "/proc/self/fd/K"}}
-with side = {"modelId", "matrix": [16 numbers, row-major 4x4], "guids": [GlobalIds] | null}. The clashes go to --out
-as JSON [{aModel, aGuid, bModel, bGuid, point, depth, distance}]. Progress goes to stdout as JSON lines {"phase",
-"percent"}, at least every HEARTBEAT_SECONDS (the parent stops the process between two lines when the run is
-cancelled); errors go to stderr. Nothing of Django is imported."""
+job: {"kind", "tolerance", "distance", "a": [side], "b": [side] | null, "geometry": {model id: "/proc/self/fd/K"},
+"mesh": {model id: {"ifc": "/proc/self/fd/K", "out": "/proc/self/fd/L"}}} with side = {"modelId", "matrix": [16
+numbers, row-major 4x4], "guids": [GlobalIds] | null}. The models under "mesh" (the agent's staged product, a model
+converted before clash geometry existed) have no clash geometry yet: their IFC is meshed here first, with the
+conversion's own meshing (models_app.conversion.geometry), into "out" (a file the parent made for it), so no IFC of
+a run is parsed outside this sandbox. The clashes go to --out as JSON [{aModel, aGuid, bModel, bGuid, point, depth,
+distance}]. Progress goes to stdout as JSON lines {"phase": "meshing" | "clashing", "percent"}, at least every
+HEARTBEAT_SECONDS (the parent stops the process between two lines when the run is cancelled); errors go to stderr.
+Nothing of Django is imported."""
 
 from __future__ import annotations
 
@@ -26,14 +30,15 @@ class Heartbeat:
     """Prints the latest progress every HEARTBEAT_SECONDS from a thread, so the parent hears from the process even
     while the engine is deep in one pair."""
 
-    def __init__(self):
+    def __init__(self, phase: str):
+        self.phase = phase
         self.percent = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, daemon=True)
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_SECONDS):
-            report("clashing", self.percent)
+            report(self.phase, self.percent)
 
     def __enter__(self) -> "Heartbeat":
         self._thread.start()
@@ -75,12 +80,35 @@ def _sets(sides: list[dict] | None, geometry: dict[str, str]):
                        guids=None if side["guids"] is None else frozenset(side["guids"])) for side in sides]
 
 
+def mesh(job: dict) -> dict[str, str]:
+    """Meshes each IFC of job["mesh"] into its "out" file; answers model id -> the clash geometry to read."""
+    import gc
+
+    import ifcopenshell
+
+    from models_app.conversion.geometry import write_geometry
+
+    meshed, count = {}, len(job.get("mesh") or {})
+    with Heartbeat("meshing") as heartbeat:
+        for index, (model_id, files) in enumerate(sorted((job.get("mesh") or {}).items())):
+            ifc = ifcopenshell.open(files["ifc"])
+            with open(files["out"], "wb", buffering=1 << 20) as handle:
+                write_geometry(ifc, None, 1, lambda fraction, index=index: setattr(heartbeat, "percent", 100 * (index + fraction) / count),
+                               clash_handle=handle)
+            del ifc
+            gc.collect()  # one model's IFC at a time: the clashing that follows has the memory
+            meshed[model_id] = files["out"]
+    return meshed
+
+
 def run(args) -> int:
     from coordination_app.engine.clashes import find_clashes
 
     job = json.loads(args.job.read_text(encoding="utf-8"))
+    if job.get("mesh"):
+        job["geometry"] = {**job["geometry"], **mesh(job)}
     report("clashing", 0)
-    with Heartbeat() as heartbeat:
+    with Heartbeat("clashing") as heartbeat:
         found = find_clashes(_sets(job["a"], job["geometry"]), _sets(job["b"], job["geometry"]), kind=job["kind"], tolerance=job["tolerance"],
                              distance=job["distance"], on_progress=lambda fraction: setattr(heartbeat, "percent", 100 * fraction))
     with open(args.out, "w", encoding="utf-8") as handle:

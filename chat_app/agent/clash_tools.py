@@ -5,8 +5,9 @@ new, and save only when the user allows it (save_version asks).
 
 A run on the current versions is queued for the clash workers (as the REST route queues it) and waited for. A run on
 the staged product is run here, in a thread of this process, at once (coordination_app.services.runs.clash_run_now:
-each model's working product meshed, then the clash engine), so the agent's turn does not wait for a worker; it is
-compared with the last done run like any run, but changes no clash's status. An aborted turn cancels the run."""
+each model's working product meshed, then the clash engine, both in the run's confined child: bubblewrap, memory cap;
+this process does no geometry), so the agent's turn does not wait for a worker; it is compared with the last done run
+like any run, but changes no clash's status. An aborted turn cancels the run."""
 
 from __future__ import annotations
 

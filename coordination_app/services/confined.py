@@ -1,6 +1,7 @@
 """The geometry work of a clash run in its own process (coordination_app.run_child), confined like an IDS check:
-bubblewrap without network, nothing writable, only `coordination_app` and the Python environment importable, every
-file a descriptor opened here, a per-run cgroup with a memory and process cap (refused without one unless the
+bubblewrap without network, nothing writable, only `coordination_app` (and `models_app`, whose conversion meshing it
+uses, when an IFC is to be meshed: the agent's staged product) and the Python environment importable, every file a
+descriptor opened here (an IFC to mesh read-only, its mesh a new file of the run's work folder), a per-run cgroup with a memory and process cap (refused without one unless the
 operator opted in: conversionAllowNoCgroup), killed whole at the time limit or when the run is cancelled (the child
 prints a heartbeat several times a second; should_stop is asked at each line)."""
 
@@ -47,18 +48,28 @@ def _sides(sets: list[ElementSet] | None) -> list[dict] | None:
              "guids": None if item.guids is None else sorted(item.guids)} for item in sets]
 
 
-def _relay(line: str, on_progress: Callable[[float], None], should_stop: Callable[[], bool]) -> None:
+def _relay(line: str, on_progress: Callable[[str, float], None], should_stop: Callable[[], bool]) -> None:
     if should_stop():
         raise Cancelled("the clash run was cancelled")  # ConfinedProcess.finish kills the process on the way out
     try:
-        on_progress(int(json.loads(line)["percent"]) / 100)
+        message = json.loads(line)
+        on_progress(str(message["phase"]), int(message["percent"]) / 100)
     except (ValueError, KeyError, TypeError):
         pass
 
 
+def _open_mesh(path: Path) -> int:
+    """A new file for the child to write a mesh into and read it back (both through /proc/self/fd)."""
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
 def find_clashes_confined(a: list[ElementSet], b: list[ElementSet] | None, *, kind: str, tolerance: float, distance: float, work_dir: Path,
-                          on_progress: Callable[[float], None], should_stop: Callable[[], bool]) -> list[ClashFact]:
-    """engine.find_clashes in the confined child; Cancelled when should_stop() turns true, RunFailed otherwise."""
+                          on_progress: Callable[[str, float], None], should_stop: Callable[[], bool],
+                          meshes: dict[str, Path] | None = None) -> list[ClashFact]:
+    """engine.find_clashes in the confined child, the IFCs of `meshes` (model id -> IFC; their sets' geometry_path is
+    not read) meshed there first; on_progress(phase "meshing" | "clashing", fraction of the phase). Cancelled when
+    should_stop() turns true, RunFailed otherwise."""
+    meshes = meshes or {}
     limits = replace(ConversionLimits.from_config(settings.VIEWER), memory_mb=clash_memory_limit_mb())
     if problem := isolation_problem(limits.bwrap):
         raise RunFailed(f"clash run refused: isolation unavailable: {problem}")
@@ -70,15 +81,17 @@ def find_clashes_confined(a: list[ElementSet], b: list[ElementSet] | None, *, ki
     timeout = clash_time_limit_seconds()
     try:
         with Descriptors() as passed:
-            paths = {item.model_id: item.geometry_path for item in [*a, *(b or [])]}
+            paths = {item.model_id: item.geometry_path for item in [*a, *(b or [])] if item.model_id not in meshes}
             geometry = {model_id: f"/proc/self/fd/{passed.add(open_read(path))}" for model_id, path in paths.items()}
+            mesh = {model_id: {"ifc": f"/proc/self/fd/{passed.add(open_read(ifc))}", "out": f"/proc/self/fd/{passed.add(_open_mesh(work_dir / f'{model_id}.bin'))}"}
+                    for model_id, ifc in meshes.items()}
             (work_dir / JOB_FILE).write_text(json.dumps({"kind": kind, "tolerance": tolerance, "distance": distance, "a": _sides(a), "b": _sides(b),
-                                                         "geometry": geometry}), encoding="utf-8")
+                                                         "geometry": geometry, "mesh": mesh}), encoding="utf-8")
             job, out = passed.add(open_read(work_dir / JOB_FILE)), passed.add(open_new(work_dir / RESULT_FILE))
             command = python_command(limits, [
                 "-m", "coordination_app.run_child", "--job", f"/proc/self/fd/{job}", "--out", f"/proc/self/fd/{out}",
                 "--memory-mb", "0" if cgroup else str(limits.memory_mb),
-            ], packages=("coordination_app",))
+            ], packages=("coordination_app", "models_app") if mesh else ("coordination_app",))
             argv, chain_env = bwrap.limited(command, rlimits={**limits.rlimits(), "cpu": int(timeout) + 5}, cgroup=cgroup,
                                             seccomp_fd=passed.add(seccomp.program_fd()))
             stage = ConfinedProcess(argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env}, pass_fds=tuple(passed.fds))

@@ -2,11 +2,12 @@
 cancel one, and the run itself inside a clash worker (core.jobs does the claim, heartbeat and recovery; kind
 "clash_run" on the queue "clashes").
 
-A run takes each model's clash geometry as its last conversion left it (clash-geometry.bin; a model converted
-before there was one, or a staged run, has its IFC meshed in the run's work folder), places it in the project frame
-(models_app.federation), selects set A's and set B's elements by class, finds the clashes (coordination_app.engine,
-in a confined child process with a memory cap: services.confined) and records them with their statuses (services.statuses), all in one transaction at the end: a cancelled or failed
-run leaves no clash written.
+A run takes each model's clash geometry as its last conversion left it (clash-geometry.bin), places it in the
+project frame (models_app.federation), selects set A's and set B's elements by class, finds the clashes
+(coordination_app.engine, in a confined child process with a memory cap: services.confined; that child also meshes
+the IFC of a staged run's working product, or of a model converted before clash geometry existed, so no IFC is
+parsed outside its sandbox) and records them with their statuses (services.statuses), all in one transaction at the
+end: a cancelled or failed run leaves no clash written.
 
     >>> run = run_request(test, trigger="agent", by="ana", staged=True)   # queued; a worker runs it
     >>> run_cancel(run)                                                    # queued: cancelled at once
@@ -26,7 +27,6 @@ from django.utils import timezone
 from coordination_app.engine import elements, selection
 from coordination_app.engine.clashes import ElementSet
 from coordination_app.engine.errors import Cancelled
-from coordination_app.engine.geometry import build_clash_geometry
 from coordination_app.models import ClashRun, ClashTest
 from coordination_app.services.confined import RunFailed, find_clashes_confined
 from coordination_app.services.statuses import record_run
@@ -159,15 +159,11 @@ def _stop_poll(run: ClashRun):
     return should_stop
 
 
-def _geometry_path(model_id: str, staged: bool, work_dir: Path, on_progress, should_stop) -> Path:
-    """The model's clash geometry: its conversion's file, else the model.ifc meshed into the work folder now."""
+def _geometry_path(model_id: str, staged: bool) -> Path | None:
+    """The model's clash geometry as its conversion left it; None when its IFC must be meshed (a staged run's working
+    product, a model converted before clash geometry existed): the confined child does that."""
     converted = model_file(model_id, CLASH_GEOMETRY_FILE)
-    if not staged and converted.is_file():
-        return converted
-    work_dir.mkdir(parents=True, exist_ok=True)
-    target = work_dir / f"{model_id}.bin"
-    build_clash_geometry(model_file(model_id, IFC_FILE), target, on_progress, should_stop=should_stop)
-    return target
+    return converted if not staged and converted.is_file() else None
 
 
 def _element_sets(side: dict | None, placements: dict, paths: dict, facts: dict, schemas: dict) -> list | None:
@@ -209,17 +205,20 @@ def run_claimed(run: ClashRun) -> None:
         on_progress("loading", 1)
         placements = project_placements(test.project_id)
         should_stop = _stop_poll(run)
-        facts, schemas, paths = {}, {}, {}
-        for index, model in enumerate(models):
+        facts, schemas, paths, meshes = {}, {}, {}, {}
+        for model in models:
             metadata = model_metadata(model.id)
             facts[model.id] = elements.facts(metadata)
             schemas[model.id] = metadata.get("schema") or "IFC4"
-            paths[model.id] = _geometry_path(model.id, staged, work_dir, lambda fraction, index=index: on_progress(
-                "meshing", 1 + int(9 * (index + fraction) / len(models))), should_stop)
+            converted = _geometry_path(model.id, staged)
+            if converted is None:
+                meshes[model.id] = model_file(model.id, IFC_FILE)
+            paths[model.id] = converted or work_dir / f"{model.id}.bin"  # where the child writes the mesh it makes
         found = find_clashes_confined(
             _element_sets(test.a, placements, paths, facts, schemas), _element_sets(test.b, placements, paths, facts, schemas),
-            kind=test.kind, tolerance=test.tolerance, distance=test.distance, work_dir=work_dir,
-            on_progress=lambda fraction: on_progress("clashing", 10 + int(85 * fraction)), should_stop=should_stop,
+            kind=test.kind, tolerance=test.tolerance, distance=test.distance, work_dir=work_dir, meshes=meshes,
+            on_progress=lambda phase, fraction: on_progress(phase, 1 + int(9 * fraction) if phase == "meshing" else 10 + int(85 * fraction)),
+            should_stop=should_stop,
         )
         if not ClashRun.objects.filter(pk=run.pk, cancel_requested=False).exists():
             raise Cancelled("the clash run was cancelled")
