@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
+from accounts_app.identity import identify, refreshed
 from accounts_app.models import AuditEvent
 from accounts_app.secrets import OAUTH_PREFIX, sha256
 from tests.bcfapi.conftest import (
@@ -183,3 +184,21 @@ def test_only_the_authorization_code_grant_is_served(people, desktop_client):
     assert password.status_code in (400, 401) and "access_token" not in password.json()
     implicit = signed_in_browser("rita").get(authorize_url(desktop_client).replace("response_type=code", "response_type=token"))
     assert "access_token=" not in implicit.get("Location", "")
+
+
+def test_an_open_event_stream_of_an_oauth_token_ends_with_the_token(people, desktop_client):
+    tokens = tokens_for("rita", desktop_client)
+    principal = identify(None, address="127.0.0.1", authorization=f"Bearer {tokens['access_token']}")
+    assert principal.via == "oauth" and principal.user_id == people["rita"].pk and not principal.read_only
+    assert refreshed(principal, None) == principal
+    token_request({"token": tokens["access_token"]}, basic=desktop_client.basic, endpoint="revoke")
+    assert refreshed(principal, None) is None
+
+
+def test_the_operator_registers_clients_in_the_admin(people):
+    admin = Client()
+    people["olga"].is_staff = people["olga"].is_superuser = True
+    people["olga"].save()
+    admin.force_login(people["olga"])
+    page = admin.get("/admin/oauth2_provider/application/add/")
+    assert page.status_code == 200 and "client_secret" in page.content.decode()
