@@ -263,3 +263,17 @@ def test_a_run_s_clashes_are_pinned_as_issues_once(page, web_stack, boxes, clash
     with page.expect_download() as download:
         page.click("[data-testid=coord-report]")
     assert download.value.suggested_filename.endswith(".bcfzip")
+
+
+def test_a_model_of_a_project_opens_its_project_federated_from_the_tab(page, web_stack, boxes):
+    page.goto(f"{web_stack.url}/#model={boxes['a']['id']}")
+    wait_model_open(page)
+    assert page.evaluate("viewerApp.view3d.federated") is None
+    page.click("[data-tab=coordination]")
+    page.locator("[data-testid=coord-project]", has_text="Project: Boxes").wait_for()
+    assert page.locator("[data-testid=coord-model]").count() == 2
+    page.click("[data-testid=coord-open-federation]")
+    page.wait_for_function("viewerApp.view3d.federated && viewerApp.view3d.modelIds().length === 2")
+    assert page.evaluate("window.location.hash") == f"#project={boxes['projectId']}"
+    assert page.locator("[data-testid=model-title]").inner_text() == "Boxes"
+    page.locator("[data-testid=coord-open-federation]").wait_for(state="hidden")
