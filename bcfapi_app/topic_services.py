@@ -12,6 +12,7 @@ import re
 import uuid
 
 from django.db import transaction
+from rest_framework.exceptions import ValidationError
 
 from accounts_app.policy import Forbidden
 from api.principal import Principal
@@ -70,24 +71,23 @@ def _issue_fields(body: dict) -> dict:
     return fields
 
 
-def _bcf_field_names(message: str) -> str:
-    """A serializer message names the issue API's field: name the topic's instead."""
-    for key, (name, _) in TOPIC_FIELDS.items():
-        message = message.replace(f"{name}:", f"{key}:")
-    return message
-
-
-def _validated_topic(serializer, fields: dict, context: dict | None = None) -> dict:
+def _validated_as(serializer, data: dict, names: dict[str, str]) -> dict:
+    """The issue API serializer's validated data; its first error raised as Invalid naming the BCF API field
+    (`names`: issue API name -> BCF API name)."""
     try:
-        return validated(serializer, fields, context)
-    except Exception as exc:
-        detail = getattr(exc, "detail", None)
-        if detail is None:
-            raise
+        return validated(serializer, data)
+    except ValidationError as exc:
+        detail = exc.detail
         name, messages = next(iter(detail.items())) if isinstance(detail, dict) else ("body", detail)
-        key = next((bcf_key for bcf_key, (api_name, _) in TOPIC_FIELDS.items() if api_name == name), name)
+        key = names.get(name, name)
         message = messages[0] if isinstance(messages, list) and messages else messages
+        if isinstance(message, dict):  # a nested serializer's errors
+            message = next(iter(message.values()))[0]
         raise Invalid(f"{key}: {message}", data={"field": key}) from None
+
+
+TOPIC_NAMES = {api_name: key for key, (api_name, _) in TOPIC_FIELDS.items()}
+REFERENCE_NAMES = {"documentGuid": "document_guid", "non_field_errors": "document_reference"}
 
 
 def _status(project_id: str, value) -> tuple[str, str]:
@@ -116,7 +116,7 @@ def topic_create(*, project_id: str, body, principal: Principal) -> Issue:
     if guid and topics.project_issues(project_id).filter(bcf_topic_guid__iexact=guid).exists():
         raise Conflict(f"topic {guid} exists already in project {project_id}", data={"field": "guid"})
     status, stored_status = _status(project_id, body.get("topic_status"))
-    data = _validated_topic(IssueInputSerializer, {**_issue_fields(body), "author": principal.name})
+    data = _validated_as(IssueInputSerializer, {**_issue_fields(body), "author": principal.name}, TOPIC_NAMES)
     data.update(status=status, topicGuid=guid or str(uuid.uuid4()))
     with transaction.atomic():
         issue = services.issue_create(model_id=model.id, data=data, signature=signature_of(principal), by=principal)
@@ -128,7 +128,7 @@ def topic_replace(*, project_id: str, issue: Issue, body, principal: Principal) 
     """PUT topic: a whole replace of the topic's fields (an absent optional field becomes empty)."""
     body = _known_keys(body, TOPIC_KEYS - {"guid"}, "topic_PUT")
     status, stored_status = _status(project_id, body.get("topic_status", bcf.bcf_status(issue.status, issue.bcf_topic_status)))
-    changes = _validated_topic(IssuePatchSerializer, _issue_fields(body))
+    changes = _validated_as(IssuePatchSerializer, _issue_fields(body), TOPIC_NAMES)
     changes["status"] = status
     with transaction.atomic():
         updated = services.issue_update(model_id=issue.model_id, issue_id=issue.id, changes=changes, signature=signature_of(principal), by=principal)
@@ -203,12 +203,7 @@ def _document_reference(project_id: str, issue: Issue, body, guid: str, allowed:
     reference = {"guid": guid, "url": body.get("url"), "documentGuid": document_guid, "description": body.get("description")}
     if document_guid:
         reference.update(document_into_model(project_id, document_guid, issue.model_id))
-    try:
-        return validated(DocumentReferenceSerializer, reference)
-    except Exception as exc:
-        if not hasattr(exc, "detail"):
-            raise
-        raise Invalid(f"{what}: {exc.detail if not isinstance(exc.detail, dict) else next(iter(exc.detail.values()))[0]}") from None
+    return _validated_as(DocumentReferenceSerializer, reference, REFERENCE_NAMES)
 
 
 def document_reference_add(*, project_id: str, issue: Issue, body, principal: Principal) -> dict:

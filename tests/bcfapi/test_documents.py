@@ -17,6 +17,7 @@ from models_app.models import IfcModel, ProjectModel
 from models_app.storage import model_dir
 from tests.bcfapi import topic_helpers
 from tests.bcfapi.topic_helpers import answer, send
+from viewer_gateway.server import body_limit
 
 pytestmark = pytest.mark.django_db
 team = topic_helpers.team
@@ -103,3 +104,11 @@ def test_a_topic_of_another_model_of_the_project_refers_to_a_project_document(te
     issue.refresh_from_db()
     answer(rita, "POST", f"{team.base}/topics/{issue.bcf_topic_guid}/document_references", {"document_guid": document}, REFERENCE, status=201)
     assert document_path(second.id, document).read_bytes() == PDF
+
+
+def test_the_server_refuses_bodies_over_each_bcf_routes_limit_before_reading_them():
+    project = "/bcf/3.0/projects/p_0123456789abcdef"
+    topic = f"{project}/topics/{uuid.uuid4()}"
+    assert body_limit("POST", f"{project}/documents") > documents.DOCUMENT_MAX_BYTES
+    assert body_limit("POST", f"{topic}/viewpoints") == 40 * 1024 * 1024
+    assert body_limit("POST", f"{project}/topics") == body_limit("PUT", topic) == body_limit("POST", f"{topic}/comments") == 256 * 1024
