@@ -11,7 +11,7 @@ from api.signatures import signed_by
 from api.views import json_object, validated
 from coordination_app.bcf_report import clash_run_report_bcf
 from coordination_app.grouping import GROUPINGS
-from coordination_app.services.pinning import PER_CLASH, PER_GROUP, PIN_MODES, clash_run_pin_issues
+from coordination_app.services.pinning import PER_CLASH, PER_GROUP, PIN_CONFIRM_ABOVE, PIN_MODES, clash_run_pin_issues
 
 
 class PinClashesSerializer(serializers.Serializer):
@@ -19,6 +19,8 @@ class PinClashesSerializer(serializers.Serializer):
                                   help_text="one issue per present clash (default) or per group of them")
     group = serializers.CharField(required=False, allow_null=True, max_length=64,
                                   help_text=f"with per=group: {', '.join(GROUPINGS)} (as the clash list groups)")
+    confirm = serializers.BooleanField(required=False, default=False,
+                                       help_text=f"needed when the pin would create more than {PIN_CONFIRM_ABOVE} issues")
     author = AuthorField()
     provenance = ProvenanceField()
 
@@ -32,6 +34,8 @@ class ClashRunIssuesView(APIView):
     @extend_schema(
         request=PinClashesSerializer,
         responses={200: OpenApiResponse(description="{created, reopened, resolved, unchanged}: [{issueId, modelId, topicGuid, clashIds}]"),
+                   400: OpenApiResponse(description=f"40001: bad per/group, or more than {PIN_CONFIRM_ABOVE} new issues without confirm: true "
+                                                    "(data {issues, confirmAbove}, nothing pinned)"),
                    409: OpenApiResponse(description="40900: the run is not done, or ran on a staged product")},
         summary="Pin the run's present clashes as review issues (per clash or per group), never twice",
     )
@@ -39,7 +43,7 @@ class ClashRunIssuesView(APIView):
         options = validated(PinClashesSerializer, json_object(request))
         return Response(clash_run_pin_issues(
             project_id=project_id, name=name, run_id=run_id, per=options["per"], group=options.get("group"),
-            provenance=options["provenance"], signature=signed_by(request, options["author"]),
+            provenance=options["provenance"], signature=signed_by(request, options["author"]), confirm=options["confirm"],
         ))
 
 

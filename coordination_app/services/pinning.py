@@ -5,7 +5,8 @@ clash list groups them); each issue lives on the model of its clash's a element 
 clash's facts in its description, the two GlobalIds as components, and a viewpoint aimed at the clash (see
 `clash_viewpoint`). Its BCF topic GUID is deterministic (uuid5 of project, test and clash id, or group key), and the
 link ClashIssue remembers it: pinning again never makes a second issue; a pinned issue that was resolved while its
-clash is present again is reopened.
+clash is present again is reopened. One click must not flood the issue list: a pin that would create more than
+PIN_CONFIRM_ABOVE issues is refused (40001 naming `confirm`, with the count) unless the caller confirms it.
 
 Keeping in step (`clash_run_settle_issues`, the receiver of `coordination_app.signals.run_finished`): after a done run
 of a test, every issue pinned from that test whose clashes are all gone (resolved, or an element missing) is resolved
@@ -46,6 +47,7 @@ TOPIC_TYPE = "Clash"
 LABEL = "Clash"
 PER_CLASH, PER_GROUP = "clash", "group"
 PIN_MODES = (PER_CLASH, PER_GROUP)
+PIN_CONFIRM_ABOVE = 25  # more new issues than this in one pin need confirm: true (as an IDS check's pin per element)
 COLOR_A, COLOR_B = "E8412C", "2C7BE8"  # a element red, b element blue
 SECTION_MARGIN = 0.5  # metres the section box reaches beyond the clash point at least
 SECTION_REACH = 2.0  # metres the section box reaches beyond the clash point at most (the elements may be long)
@@ -298,14 +300,23 @@ def _existing_link(topic_guid: str, per: str, pin: Pin, links: list[ClashIssue])
     return None
 
 
+def _refuse_flood(new: int, per: str) -> None:
+    """Invalid (40001 naming confirm, data {issues, confirmAbove}) when a pin would create more than PIN_CONFIRM_ABOVE
+    issues without the caller's confirmation."""
+    advice = "or pin per group (one issue per group of clashes)" if per == PER_CLASH else "or choose a coarser grouping"
+    raise Invalid(f"confirm: pinning per {per} would create {new} issues (more than {PIN_CONFIRM_ABOVE}): send confirm: true to create them, "
+                  f"{advice}", data={"field": "confirm", "issues": new, "confirmAbove": PIN_CONFIRM_ABOVE})
+
+
 def clash_run_pin_issues(*, project_id: str, name: str, run_id: str, per: str = PER_CLASH, group: str | None = None,
-                         signature: Signature | None = None, provenance: str = Provenance.UI.value) -> dict:
+                         signature: Signature | None = None, provenance: str = Provenance.UI.value, confirm: bool = False) -> dict:
     """Pins the present clashes of a done run as issues, one per clash (per="clash") or per group (per="group" with
     group = by-proximity:<m> | storey | element | classes): a clash (group) without an issue gets one (created), one
     whose issue was resolved reopens it (reopened), one with an open issue leaves it as it is (unchanged; a group's
     issue takes in its new clashes). Issues of this test whose clashes this run no longer has are resolved
-    (resolved). Answers {created, reopened, resolved, unchanged}: [{issueId, modelId, topicGuid, clashIds}]. One
-    transaction; signed by `signature` (the caller)."""
+    (resolved). Answers {created, reopened, resolved, unchanged}: [{issueId, modelId, topicGuid, clashIds}]. More than
+    PIN_CONFIRM_ABOVE new issues need confirm=True (Invalid otherwise, nothing changed). One transaction; signed by
+    `signature` (the caller)."""
     if per not in PIN_MODES:
         raise Invalid(f"per: one of {', '.join(PIN_MODES)}, got {per!r}")
     if per == PER_GROUP:
@@ -323,6 +334,9 @@ def clash_run_pin_issues(*, project_id: str, name: str, run_id: str, per: str = 
     with transaction.atomic():
         ClashTest.objects.select_for_update().get(pk=test.pk)  # one pin of a test at a time
         links = list(ClashIssue.objects.select_related("issue", "last_run").filter(test=test))
+        new = sum(_existing_link(clash_topic_guid(test, pin.key), per, pin, links) is None for pin in pins)
+        if new > PIN_CONFIRM_ABOVE and not confirm:
+            _refuse_flood(new, per)
         for pin in pins:
             topic_guid = clash_topic_guid(test, pin.key)
             ids = [facts.clash_id for facts in pin.clashes]

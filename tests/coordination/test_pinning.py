@@ -211,3 +211,15 @@ def test_a_reviewer_pins_signed_with_their_account_and_a_viewer_reads_the_report
     answer = post(signed_in(bob), f"{url}/issues", {"author": "someone else"})
     assert answer.status_code == 200 and len(answer.json()["data"]["created"]) == 3
     assert set(Issue.objects.values_list("author", "author_verified")) == {("bob", True)}
+
+
+def test_a_pin_that_would_create_many_issues_needs_confirm_and_counts_only_new_ones(api, fed, monkeypatch):
+    monkeypatch.setattr("coordination_app.services.pinning.PIN_CONFIRM_ABOVE", 2)  # the run has 3 clashes
+    run = run_test(fed["test"])
+    refused = pin(api, fed, run, {"per": "clash"}, status=400)
+    assert (refused["code"], refused["data"]) == (40001, {"field": "confirm", "issues": 3, "confirmAbove": 2})
+    assert refused["message"].startswith("confirm: pinning per clash would create 3 issues") and "per group" in refused["message"]
+    assert not Issue.objects.exists() and not ClashIssue.objects.exists()  # nothing half-written
+    assert counts(pin(api, fed, run, {"per": "group", "group": "storey"})) == {"created": 1, "reopened": 0, "resolved": 0, "unchanged": 0}
+    assert counts(pin(api, fed, run, {"per": "clash", "confirm": True}))["created"] == 3
+    assert counts(pin(api, fed, run, {"per": "clash"})) == {"created": 0, "reopened": 0, "resolved": 0, "unchanged": 3}  # none new: no confirm
