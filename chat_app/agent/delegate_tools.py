@@ -21,8 +21,8 @@ MODELER_TOOLS = ("get_script", "put_script", "get_params", "set_params", "undo",
                  "edit_call", "list_versions", "find_elements", "get_element")
 REVIEWER_TOOLS = ("find_elements", "get_element", "list_issues", "create_issue", "update_issue", "list_comments", "add_comment", "edit_comment",
                   "get_overrides", "set_overrides", "list_changes", "migrate_overrides", "list_ids_files", "run_ids_check", "explain_failures",
-                  "pin_ids_failures")
-ANALYST_TOOLS = ("list_versions", "model_diff", "script_diff", "get_params", "find_elements", "get_element")
+                  "pin_ids_failures", "list_clash_tests", "run_clash_test", "read_clashes")
+ANALYST_TOOLS = ("list_versions", "model_diff", "script_diff", "get_params", "find_elements", "get_element", "list_clash_tests", "read_clashes")
 
 
 PERSONA_TOOLS = {"modeler": MODELER_TOOLS, "reviewer": REVIEWER_TOOLS, "analyst": ANALYST_TOOLS}

@@ -122,7 +122,7 @@ def test_a_converter_that_cannot_run_stops_startup_naming_the_key(tmp_path, conf
     """`manage.py check` reports it, and the gateway and the workers refuse to start with the same message."""
     env = write_config(tmp_path, {"dataDir": str(tmp_path / "data"), **config})
     reports = {}
-    for command in ("check", "run_gateway", "conversion_worker", "check_worker"):
+    for command in ("check", "run_gateway", "conversion_worker", "check_worker", "clash_worker"):
         result = subprocess.run(
             [sys.executable, "manage.py", command], cwd=ROOT, env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60
         )
