@@ -5,10 +5,14 @@ present in R and in P -> active; present in R and not in P (never seen, or resol
 present in P and not in R -> resolved, or missing when one of its two elements is no longer in its model's current
 metadata. A clash is one record through its whole life (Clash, id from the test and the two GlobalIds); each run
 adds what it saw (ClashSighting). The reviewer's status (reviewed, approved) and the assignee belong to the clash
-and persist across runs; an approved clash counts under approved, not new or active, while it is present.
+and persist across runs; an approved clash counts under approved, not new or active, while it is present: the run
+that resolves it (or finds an element of it missing) ends its approval (it was accepted as it was; if it comes back
+it is new and open again), while "reviewed" and the assignee stay.
 
 A staged run (the agent trying a change before it saves) is compared the same way and keeps its sightings, but
-changes no clash's status, facts or last run; a clash only it saw is recorded with status new and no last run.
+changes no clash's status, facts, review or last run; a clash only it saw is recorded with status new and no last
+run. So does a run that ends after a newer run of the test was already recorded (two clash workers): the clashes
+keep the newer run's state.
 """
 
 from __future__ import annotations
@@ -52,6 +56,15 @@ class _Presence:
         return guid in self.facts[model_id]
 
 
+def _sets_current_state(run: ClashRun) -> bool:
+    """Whether the run's outcome becomes its clashes' current state: not a staged run, and no newer run of the test
+    recorded before it."""
+    if run.staged:
+        return False
+    newer = ClashRun.objects.filter(test_id=run.test_id, status=ClashRun.Status.DONE, staged=False, created_at__gt=run.created_at)
+    return not newer.exclude(pk=run.pk).exists()
+
+
 def _rounded(point: Iterable[float]) -> list[float]:
     return [round(float(value), 6) for value in point]
 
@@ -62,6 +75,7 @@ def record_run(run: ClashRun, found: list, facts: dict) -> dict:
     transaction."""
     test = ClashTest.objects.select_for_update().get(pk=run.test_id)  # runs of one test record one after the other
     previous = previous_run(run)
+    current = _sets_current_state(run)
     was_present = set(previous.sightings.filter(status__in=PRESENT).values_list("clash_id", flat=True)) if previous else set()
     seen: dict[str, object] = {}
     for fact in found:
@@ -74,9 +88,9 @@ def record_run(run: ClashRun, found: list, facts: dict) -> dict:
                   "depth": fact.depth, "distance": fact.distance}
         clash = existing.get(clash_id)
         if clash is None:
-            clash = Clash(id=clash_id, test=test, status=status, first_run=run, last_run=None if run.staged else run, **values)
+            clash = Clash(id=clash_id, test=test, status=status, first_run=run, last_run=run if current else None, **values)
             created.append(clash)
-        elif not run.staged:
+        elif current:
             for key, value in {**values, "status": status, "last_run": run}.items():
                 setattr(clash, key, value)
             changed.append(clash)
@@ -86,12 +100,14 @@ def record_run(run: ClashRun, found: list, facts: dict) -> dict:
         clash = existing[clash_id]
         gone = not (present(clash.a["modelId"], clash.a["guid"]) and present(clash.b["modelId"], clash.b["guid"]))
         status = Clash.Status.MISSING if gone else Clash.Status.RESOLVED
-        if not run.staged:
+        if current:
             clash.status, clash.last_run = status, run
+            if clash.review_status == Clash.Review.APPROVED:
+                clash.review_status = Clash.Review.NONE  # approved while present: gone, the approval ends
             changed.append(clash)
         sightings.append(ClashSighting(run=run, clash=clash, status=status, point=clash.point, depth=clash.depth, distance=clash.distance))
     Clash.objects.bulk_create(created, batch_size=500)
-    Clash.objects.bulk_update(changed, ["a", "b", "point", "depth", "distance", "status", "last_run"], batch_size=500)
+    Clash.objects.bulk_update(changed, ["a", "b", "point", "depth", "distance", "status", "review_status", "last_run"], batch_size=500)
     ClashSighting.objects.bulk_create(sightings, batch_size=500)
     return summary_of(sightings)
 
