@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from api.principal import Principal
 from bcfapi_app import events, odata, topic_services, topics
+from bcfapi_app.authorization import ProjectActions
 from bcfapi_app.responses import BcfView, bare, check_if_match, paged
 
 COMMENT_FILTER_FIELDS = {"date": odata.DATETIME, "author": odata.TEXT, "viewpoint_guid": odata.TEXT}
 COMMENT_SORT_FIELDS = {"date": odata.DATETIME}
 
 
-def comment_answer(request, project_id: str, issue, comment) -> dict:
-    """comment_GET, with `authorization` when the request asks for it."""
+def comment_answer(request, project_id: str, issue, comment, actions: ProjectActions | None = None) -> dict:
+    """comment_GET, with `authorization` when the request asks for it (`actions`: the caller's, once for a list)."""
     answer = topics.comment_json(comment, issue.bcf_topic_guid)
     if topics.wants_authorization(request):
-        answer["authorization"] = {"comment_actions": topics.comment_actions(Principal.of(request), project_id, comment)}
+        principal = Principal.of(request)
+        answer["authorization"] = {"comment_actions": topics.comment_actions(principal, actions or ProjectActions.of(principal, project_id), comment)}
     return answer
 
 
@@ -22,7 +24,8 @@ class CommentListView(BcfView):
     def get(self, request, project_id, topic_guid):
         """GET comments: $filter on date, author, viewpoint_guid; $orderby date (the default); paged."""
         issue = topics.topic_get(project_id, topic_guid)
-        rows = [comment_answer(request, project_id, issue, comment) for comment in issue.comments.all()]
+        actions = ProjectActions.of(Principal.of(request), project_id) if topics.wants_authorization(request) else None
+        rows = [comment_answer(request, project_id, issue, comment, actions) for comment in issue.comments.all()]
         return paged(request, odata.query_list(request, rows, COMMENT_FILTER_FIELDS, COMMENT_SORT_FIELDS, "date"))
 
     def post(self, request, project_id, topic_guid):

@@ -19,6 +19,7 @@ from api.principal import Principal
 from api.signatures import signature_of
 from api.views import validated
 from bcfapi_app import topics
+from bcfapi_app.authorization import ProjectActions
 from bcfapi_app.documents import document_into_model
 from core.errors import Conflict, Invalid, NotFound
 from issues_app import bcf, services
@@ -61,7 +62,10 @@ def check_guid(value, field: str) -> str | None:
 
 def _issue_fields(body: dict) -> dict:
     """topic_PUT/POST -> the issue API's fields, every field given (absent or null -> empty, a whole replace);
-    provenance:<origin> labels are read-only and dropped."""
+    provenance:<origin> labels are read-only and dropped; `index` (deprecated) is ignored; a BIM snippet is refused
+    (not kept: the extensions' snippet_type is empty)."""
+    if body.get("bim_snippet") is not None:
+        raise Invalid("bim_snippet: BIM snippets are not supported by this server (extensions: snippet_type is empty)", data={"field": "bim_snippet"})
     fields = {}
     for key, (name, empty) in TOPIC_FIELDS.items():
         value = body.get(key)
@@ -266,7 +270,7 @@ def comment_create(*, issue: Issue, body, principal: Principal) -> Comment:
 
 
 def check_comment_writable(principal: Principal, project_id: str, comment: Comment) -> None:
-    if "update" not in topics.comment_actions(principal, project_id, comment):
+    if "update" not in topics.comment_actions(principal, ProjectActions.of(principal, project_id), comment):
         raise Forbidden(f"comment {comment.guid} is signed by {comment.author}: only they may change or delete it")
 
 

@@ -80,18 +80,19 @@ def topic_authorization(actions: ProjectActions, statuses: list[str]) -> dict:
     return {"topic_actions": actions.topic, "topic_status": statuses if "update" in actions.topic else []}
 
 
-def comment_actions(principal: Principal, project_id: str, comment: Comment) -> list[str]:
-    """The role's comment actions, none on another person's verified comment (a signed record stays theirs)."""
+def comment_actions(principal: Principal, actions: ProjectActions, comment: Comment) -> list[str]:
+    """The role's comment actions (`actions`: the caller's in the project), none on another person's verified
+    comment (a signed record stays theirs)."""
     if comment.author_verified and comment.author != principal.name and not principal.is_admin:
         return []
-    return ProjectActions.of(principal, project_id).comment
+    return actions.comment
 
 
-def viewpoint_actions(principal: Principal, project_id: str, issue: Issue, viewpoint_guid: str) -> list[str]:
+def viewpoint_actions(actions: ProjectActions, issue: Issue, viewpoint_guid: str) -> list[str]:
     """The role's viewpoint actions, none while a comment points at the viewpoint (it cannot be deleted then)."""
     if issue.comments.filter(viewpoint_guid=viewpoint_guid).exists():
         return []
-    return ProjectActions.of(principal, project_id).viewpoint
+    return actions.viewpoint
 
 
 def wants_authorization(request) -> bool:

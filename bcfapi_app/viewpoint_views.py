@@ -6,6 +6,7 @@ from __future__ import annotations
 from api.principal import Principal
 from api.static_files import serve_file
 from bcfapi_app import topic_services, topics
+from bcfapi_app.authorization import ProjectActions
 from bcfapi_app.responses import BcfView, bare
 from core.errors import NotFound
 from issues_app.issue_files import model_image_path
@@ -17,7 +18,8 @@ def viewpoint_answer(request, project_id: str, issue, viewpoint: dict) -> dict:
     """viewpoint_GET, with `authorization` when the request asks for it."""
     answer = topics.viewpoint_json(viewpoint)
     if topics.wants_authorization(request):
-        answer["authorization"] = {"viewpoint_actions": topics.viewpoint_actions(Principal.of(request), project_id, issue, viewpoint["guid"])}
+        actions = ProjectActions.of(Principal.of(request), project_id)
+        answer["authorization"] = {"viewpoint_actions": topics.viewpoint_actions(actions, issue, viewpoint["guid"])}
     return answer
 
 

@@ -82,6 +82,9 @@ def test_a_guid_already_in_the_project_is_a_conflict_and_bad_fields_are_named(te
     assert "title" in answer(rita, "POST", f"{team.base}/topics", {"topic_type": "Issue"}, status=400)["message"]
     assert "guid" in answer(rita, "POST", f"{team.base}/topics", {"guid": "not-a-guid", "title": "x"}, status=400)["message"]
     assert "colour" in answer(rita, "POST", f"{team.base}/topics", {"title": "x", "colour": "red"}, status=400)["message"]
+    snippet = {"snippet_type": "clash", "is_external": True, "reference": "https://example.com/s.xml", "reference_schema": "https://example.com/s.xsd"}
+    assert "bim_snippet" in answer(rita, "POST", f"{team.base}/topics", {"title": "x", "bim_snippet": snippet}, status=400)["message"]
+    assert answer(rita, "POST", f"{team.base}/topics", {"title": "indexed", "index": 3, "bim_snippet": None}, TOPIC, status=201)["title"] == "indexed"
     assert "due_date" in answer(rita, "POST", f"{team.base}/topics", {"title": "x", "due_date": "tomorrow"}, status=400)["message"]
     assert "labels" in answer(rita, "PUT", f"{team.base}/topics/{guid}", {"title": "x", "labels": "MEP"}, status=400)["message"]
     send(rita, "GET", f"{team.base}/topics/{uuid.uuid4()}", status=404)
