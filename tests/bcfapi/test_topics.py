@@ -12,6 +12,7 @@ import pytest
 from issues_app.models import Issue
 from models_app.storage import model_dir
 from tests.bcfapi import topic_helpers
+from tests.bcfapi.conftest import as_bearer, tokens_for
 from tests.bcfapi.topic_helpers import answer, send
 
 pytestmark = pytest.mark.django_db
@@ -174,3 +175,17 @@ def test_files_information_lists_the_models_and_a_topic_takes_them_as_files(team
     assert Issue.objects.get(bcf_topic_guid=topic["guid"]).bcf_header_files[0]["ifcProject"] == "0J$yPqHBD12v72y4qF6XcD"
     stranger = {**file, "reference": "https://elsewhere.example/x.ifc"}
     assert "files_information" in answer(rita, "PUT", path, [stranger], status=400)["message"]
+
+
+def test_a_client_signed_in_through_oauth2_writes_topics_signed_by_its_user(team, desktop_client):
+    token = tokens_for("rita", desktop_client)["access_token"]
+    client = as_bearer(token)
+    topic = answer(client, "POST", f"{team.base}/topics", {"title": "from a BCF client", "topic_status": "Open"}, TOPIC, status=201)
+    assert topic["creation_author"] == "rita"
+    issue = Issue.objects.get(bcf_topic_guid=topic["guid"])
+    assert (issue.author, issue.author_verified) == ("rita", True)
+    comment = answer(client, "POST", f"{team.base}/topics/{topic['guid']}/comments", {"comment": "signed"}, status=201)
+    assert comment["author"] == "rita" and issue.comments.get(guid=comment["guid"]).author_verified
+    viewer = as_bearer(tokens_for("vera", desktop_client)["access_token"])
+    send(viewer, "POST", f"{team.base}/topics", {"title": "no"}, status=403)
+    assert answer(viewer, "GET", f"{team.base}/topics/{topic['guid']}", schema=TOPIC)["title"] == "from a BCF client"
