@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 
 MEMORY_EXIT_CODE = 3
+MESHING_MODULE = "models_app.conversion.geometry"  # write_geometry(ifc, None, threads, on_progress, clash_handle=...)
 HEARTBEAT_SECONDS = 0.2
 
 
@@ -83,10 +84,13 @@ def _sets(sides: list[dict] | None, geometry: dict[str, str]):
 def mesh(job: dict) -> dict[str, str]:
     """Meshes each IFC of job["mesh"] into its "out" file; answers model id -> the clash geometry to read."""
     import gc
+    import importlib
 
     import ifcopenshell
 
-    from models_app.conversion.geometry import write_geometry
+    # by name, as engine.geometry names the meshing program it runs: this sandboxed process runs the conversion's own
+    # meshing (models_app's package is bound read-only into it for that); the gateway's apps never import it
+    write_geometry = importlib.import_module(MESHING_MODULE).write_geometry
 
     meshed, count = {}, len(job.get("mesh") or {})
     with Heartbeat("meshing") as heartbeat:
