@@ -52,12 +52,13 @@ def _known_keys(body, allowed: set[str], what: str) -> dict:
 
 
 def check_guid(value, field: str) -> str | None:
-    """A client-given GUID (an RFC 4122 UUID in any case), None when none is given."""
+    """A client-given GUID (an RFC 4122 UUID in any case) in lowercase, as BCF imports and the issue API keep them;
+    None when none is given."""
     if value is None:
         return None
     if not isinstance(value, str) or not UUID_RE.match(value):
         raise Invalid(f"{field}: {value!r} is not a GUID (8-4-4-4-12 hex digits)", data={"field": field})
-    return value
+    return value.lower()
 
 
 def _issue_fields(body: dict) -> dict:
@@ -296,11 +297,9 @@ def viewpoint_create(*, issue: Issue, body, principal: Principal) -> dict:
     if not isinstance(body, dict):
         raise Invalid("the body must be a JSON object (viewpoint_POST)")
     body = {key: value for key, value in body.items() if key != "index"}
-    check_guid(body.get("guid"), "guid")
-    if body.get("guid") and any(viewpoint["guid"].lower() == body["guid"].lower() for viewpoint in issue.viewpoints):
+    body["guid"] = check_guid(body.get("guid"), "guid")
+    if body.get("guid") and any(viewpoint["guid"] == body["guid"] for viewpoint in issue.viewpoints):
         raise Conflict(f"viewpoint {body['guid']} exists already in topic {issue.bcf_topic_guid}", data={"field": "guid"})
-    if isinstance(body.get("guid"), str):
-        body["guid"] = body["guid"].lower()
     try:
         viewpoint = clean_viewpoint(body, "viewpoint", set(), lambda: str(uuid.uuid4()))
     except ViewpointError as exc:

@@ -79,6 +79,8 @@ def test_a_guid_already_in_the_project_is_a_conflict_and_bad_fields_are_named(te
     guid = str(uuid.uuid4())
     answer(rita, "POST", f"{team.base}/topics", {"guid": guid, "title": "first"}, TOPIC, status=201)
     assert "exists already" in answer(rita, "POST", f"{team.base}/topics", {"guid": guid.upper(), "title": "again"}, status=409)["message"]
+    upper = str(uuid.uuid4()).upper()
+    assert answer(rita, "POST", f"{team.base}/topics", {"guid": upper, "title": "kept lowercase, as BCF imports keep GUIDs"}, TOPIC, status=201)["guid"] == upper.lower()
     assert "topic_status" in answer(rita, "POST", f"{team.base}/topics", {"title": "x", "topic_status": "Pending"}, status=400)["message"]
     assert "title" in answer(rita, "POST", f"{team.base}/topics", {"topic_type": "Issue"}, status=400)["message"]
     assert "guid" in answer(rita, "POST", f"{team.base}/topics", {"guid": "not-a-guid", "title": "x"}, status=400)["message"]
