@@ -38,6 +38,7 @@ PROGRESS_SECONDS. Only the two sides' models are held, and a bounded cache of el
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -109,16 +110,17 @@ class _Clock:
             self.on_progress(min(1.0, max(0.0, fraction)))
 
 
-class _Shape:
-    """One element in the project frame: points relative to its own origin (float64), triangles, its exact box, and
-    for the separating axis test its convex hull's vertices, face normals and edge directions (unit, each once),
-    and whether the element is convex (every face of the mesh lies on its hull)."""
+class _Form:
+    """An element's mesh around its own origin, with what the tests need of it that moving it does not change:
+    points (float64), triangles, its box, for the separating axis test its convex hull's vertices, planes, face
+    normals and edge directions (unit, each once), whether it is convex (every face of the mesh lies on its hull),
+    and its solid (made when first asked). Elements of one type share one (instanced geometry)."""
 
-    __slots__ = ("origin", "points", "faces", "box", "hull_points", "planes", "normals", "edges", "convex", "solid")
+    __slots__ = ("points", "faces", "low", "high", "hull_points", "planes", "normals", "edges", "convex", "solid")
 
-    def __init__(self, origin: np.ndarray, points: np.ndarray, faces: np.ndarray):
-        self.origin, self.points, self.faces = origin, points, faces.astype(np.int64)
-        self.box = np.r_[origin + points.min(axis=0), origin + points.max(axis=0)]  # exact, project frame
+    def __init__(self, points: np.ndarray, faces: np.ndarray):
+        self.points, self.faces = points, faces.astype(np.int64)
+        self.low, self.high = points.min(axis=0), points.max(axis=0)
         self.solid = False  # not made yet (None: cannot be made)
         self.planes = None  # the hull's (n, 4): outward unit normal, offset
         unique = points[np.unique(self.faces)]
@@ -141,11 +143,31 @@ class _Shape:
         self.edges = _unique_directions(_unit(_bent_edges(hull_points, hull_faces, normals)))
         self.convex = _on_hull(points[self.faces].mean(axis=1), planes, float(np.ptp(points, axis=0).max()))
 
+
+class _Shape:
+    """One element in the project frame: its origin, its form (everything else, relative to the origin) and its
+    exact box."""
+
+    __slots__ = ("origin", "form", "box")
+
+    def __init__(self, origin: np.ndarray, points_or_form, faces: np.ndarray | None = None):
+        self.origin = origin
+        self.form = points_or_form if isinstance(points_or_form, _Form) else _Form(points_or_form, faces)
+        self.box = np.concatenate((origin + self.form.low, origin + self.form.high))  # exact, project frame
+
+    points = property(lambda self: self.form.points)
+    faces = property(lambda self: self.form.faces)
+    hull_points = property(lambda self: self.form.hull_points)
+    planes = property(lambda self: self.form.planes)
+    normals = property(lambda self: self.form.normals)
+    edges = property(lambda self: self.form.edges)
+    convex = property(lambda self: self.form.convex)
+
     def manifold(self):
         """The mesh as a manifold3d solid around its origin, or None when it is not a closed solid."""
-        if self.solid is False:
-            self.solid = _solid(self.points, self.faces)
-        return self.solid
+        if self.form.solid is False:
+            self.form.solid = _solid(self.form.points, self.form.faces)
+        return self.form.solid
 
 
 def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -350,7 +372,13 @@ class _Elements:
         order = sorted(range(len(keys)), key=keys.__getitem__)
         self.rank = np.empty(len(keys), dtype=np.int64)
         self.rank[order] = np.arange(len(keys))
-        self.cache: OrderedDict[int, _Shape] = OrderedDict()
+        self.forms: OrderedDict[tuple, _Form] = OrderedDict()  # by model and mesh bytes: instances share theirs
+        self.form_keys: dict[int, tuple] = {}
+        self.origins = np.zeros((len(self.local), 3))  # each element's origin in the project frame
+        for model_number, model_id in enumerate(self.model_names):
+            geometry, matrix = self.models[model_id]
+            chosen = self.model == model_number
+            self.origins[chosen] = geometry.origins[self.local[chosen]] @ matrix[:3, :3].T + matrix[:3, 3]
 
     def __len__(self) -> int:
         return len(self.local)
@@ -358,19 +386,31 @@ class _Elements:
     def type(self, e: int) -> str:
         return self.models[self.model_names[self.model[e]]][0].types[self.local[e]]
 
-    def shape(self, e: int) -> _Shape:
-        shape = self.cache.get(e)
-        if shape is not None:
-            self.cache.move_to_end(e)
-            return shape
+    def form_key(self, e: int) -> tuple:
+        """Element e's form's key: its model and the digest of its mesh (instances of one type share it)."""
+        key = self.form_keys.get(e)
+        if key is None:
+            geometry = self.models[self.model_names[self.model[e]]][0]
+            i = self.local[e]
+            digest = hashlib.blake2b(geometry.vertices[i].tobytes() + geometry.faces[i].tobytes(), digest_size=16).digest()
+            key = self.form_keys[e] = (int(self.model[e]), digest)
+        return key
+
+    def form(self, e: int) -> _Form:
+        key = self.form_key(e)
+        form = self.forms.get(key)
+        if form is not None:
+            self.forms.move_to_end(key)
+            return form
         geometry, matrix = self.models[self.model_names[self.model[e]]]
         i = self.local[e]
-        rotation = matrix[:3, :3]
-        shape = _Shape(rotation @ geometry.origins[i] + matrix[:3, 3], geometry.vertices[i].astype(np.float64) @ rotation.T, geometry.faces[i])
-        self.cache[e] = shape
-        if len(self.cache) > CACHE_ELEMENTS:
-            self.cache.popitem(last=False)
-        return shape
+        form = self.forms[key] = _Form(geometry.vertices[i].astype(np.float64) @ matrix[:3, :3].T, geometry.faces[i])
+        if len(self.forms) > CACHE_ELEMENTS:
+            self.forms.popitem(last=False)
+        return form
+
+    def shape(self, e: int) -> _Shape:
+        return _Shape(self.origins[e], self.form(e))
 
     def vertices(self, e: int) -> np.ndarray:
         """Element e's vertices in the project frame (float64)."""
@@ -501,6 +541,37 @@ def separation(first: _Shape, second: _Shape, enough: float = -np.inf) -> tuple[
         if smallest <= enough:
             return smallest, True
     return smallest, True
+
+
+def separations(elements: "_Elements", pairs: np.ndarray, clock: _Clock) -> tuple[np.ndarray, np.ndarray]:
+    """separation() of every pair (i, j) of elements, i's hull first, and whether it is exact: computed once per
+    pair of forms for all its pairs together (the instances of one type against those of another share their axes
+    and their hulls' projections; only the offsets between their origins differ)."""
+    values, exact = np.empty(len(pairs)), np.ones(len(pairs), dtype=bool)
+    groups: dict[tuple, list[int]] = {}
+    for number, (i, j) in enumerate(pairs.tolist()):
+        groups.setdefault((elements.form_key(i), elements.form_key(j)), []).append(number)
+    for members in groups.values():
+        clock.poll()
+        members = np.array(members)
+        first, second = elements.form(int(pairs[members[0], 0])), elements.form(int(pairs[members[0], 1]))
+        offsets = elements.origins[pairs[members, 1]] - elements.origins[pairs[members, 0]]
+        smallest = np.full(len(members), np.inf)
+        for block in _axis_blocks(first, second):
+            if isinstance(block, bool):
+                exact[members] = block
+                break
+            if not len(block):
+                continue
+            p, q = first.hull_points @ block.T, second.hull_points @ block.T
+            p_low, p_high, q_low, q_high = p.min(axis=0), p.max(axis=0), q.min(axis=0), q.max(axis=0)
+            rows = max(1, DISTANCE_BLOCK // len(block))
+            for start in range(0, len(members), rows):
+                shift = offsets[start:start + rows] @ block.T
+                overlap = np.minimum(p_high - (q_low + shift), (q_high + shift) - p_low)
+                smallest[start:start + rows] = np.minimum(smallest[start:start + rows], overlap.min(axis=1))
+        values[members] = smallest
+    return values, exact
 
 
 def shared_solid(first: _Shape, second: _Shape) -> tuple[float, float] | None:
@@ -652,15 +723,16 @@ def _box_centre(first: np.ndarray, second: np.ndarray) -> tuple[float, float, fl
     return tuple(float(v) for v in (low + high) / 2)
 
 
-def _judge(elements: _Elements, i: int, j: int, kind: str, tolerance: float, distance: float):
-    """(point, depth, distance) of the pair i, j (i the smaller (model, GlobalId)), or None when it is no clash."""
+def _judge(elements: _Elements, i: int, j: int, kind: str, tolerance: float, distance: float, separated: tuple[float, bool]):
+    """(point, depth, distance) of the pair i, j (i the smaller (model, GlobalId)), or None when it is no clash;
+    separated: separation() of the pair."""
     if kind == "duplicate":
         if elements.type(i) != elements.type(j) or not _hausdorff_within(elements.vertices(i), elements.vertices(j), tolerance):
             return None
         return _box_centre(elements.shape(i).box, elements.shape(j).box), None, None
     first, second = elements.shape(i), elements.shape(j)
     if kind == "hard":
-        depth, exact = separation(first, second, enough=tolerance)
+        depth, exact = separated
         if depth <= tolerance:
             return None
         if not (exact and first.convex and second.convex):  # the hulls' depth decides nothing: the shared solid does
@@ -671,7 +743,7 @@ def _judge(elements: _Elements, i: int, j: int, kind: str, tolerance: float, dis
             elif shared[0] <= max(tolerance ** 3, MIN_VOLUME) or shared[1] <= tolerance:
                 return None
         return _box_centre(first.box, second.box), depth, None
-    overlap, exact = separation(first, second, enough=-distance)
+    overlap, exact = separated
     if -overlap >= distance:  # a separating gap already as wide as the distance
         return None
     if overlap > -MIN_GAP:  # touching or overlapping hulls: overlapping solids are 0 apart
@@ -711,13 +783,20 @@ def find_clashes(a: list[ElementSet], b: list[ElementSet] | None, *, kind: str, 
     if kind == "duplicate":
         valid &= (np.abs(elements.boxes[first] - elements.boxes[second]) <= tolerance).all(axis=1)
     pairs = pairs[valid]
+    swap = elements.rank[pairs[:, 1]] < elements.rank[pairs[:, 0]]  # each pair smaller (model, GlobalId) first
+    pairs[swap] = pairs[swap][:, ::-1]
     clock.progress(0.15, force=True)
+    if kind == "duplicate":
+        separated = np.zeros(len(pairs)), np.ones(len(pairs), dtype=bool)
+    else:
+        separated = separations(elements, pairs, clock)
+        decided = separated[0] > (tolerance if kind == "hard" else -distance)
+        pairs, separated = pairs[decided], (separated[0][decided], separated[1][decided])
+    clock.progress(0.3, force=True)
     facts = []
     for number, (i, j) in enumerate(pairs.tolist()):
-        clock.progress(0.15 + 0.85 * number / max(1, len(pairs)))
-        if elements.rank[j] < elements.rank[i]:
-            i, j = j, i
-        judged = _judge(elements, i, j, kind, tolerance, distance)
+        clock.progress(0.3 + 0.7 * number / max(1, len(pairs)))
+        judged = _judge(elements, i, j, kind, tolerance, distance, (float(separated[0][number]), bool(separated[1][number])))
         if judged is None:
             continue
         point, depth, gap = judged

@@ -48,8 +48,8 @@ class ModelGeometry:
     types: list[str]
     origins: np.ndarray
     bounds: np.ndarray
-    vertices: list[np.ndarray]
-    faces: list[np.ndarray]
+    vertices: "_Slices | list[np.ndarray]"
+    faces: "_Slices | list[np.ndarray]"
     index: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -68,13 +68,30 @@ def _pad(size: int) -> int:
     return -size % ALIGN
 
 
+class _Slices:
+    """Element i's rows of one kind (vertices or triangles) as a view into the file's buffer, made when asked."""
+
+    def __init__(self, words: np.ndarray, starts: np.ndarray, counts: np.ndarray):
+        self.words, self.starts, self.counts = words, starts, counts
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        start = self.starts[i]
+        return self.words[start:start + 3 * self.counts[i]].reshape(-1, 3)
+
+
 def load(path: Path | str) -> ModelGeometry:
-    """The elements of a clash-geometry.bin (GeometryError when it is not one or is cut short)."""
+    """The elements of a clash-geometry.bin (GeometryError when it is not one or is cut short): one pass over the
+    records' headers; the numbers stay in the file's buffer (every record starts at a multiple of 8 bytes, so
+    whole-buffer views of float64, float32 and int32 words reach them)."""
     data = Path(path).read_bytes()
     if data[:len(MAGIC)] != MAGIC:
         raise GeometryError(f"{path}: not clash geometry")
-    guids, types, places, vertices, faces = [], [], [], [], []
+    guids, types, places, vertex_counts, face_counts = [], [], [], [], []
     offset, size = len(MAGIC), len(data)
+    header, unpack = HEADER.size, HEADER.unpack_from
     try:
         while True:
             tag = data[offset]
@@ -85,19 +102,16 @@ def load(path: Path | str) -> ModelGeometry:
                 break
             if tag != ELEMENT:
                 raise GeometryError(f"{path}: unknown record {tag} at byte {offset}")
-            _, kind_length, guid_length, vertex_count, face_count = HEADER.unpack_from(data, offset)
-            start = offset + HEADER.size
+            _, kind_length, guid_length, vertex_count, face_count = unpack(data, offset)
+            start = offset + header
             guids.append(data[start:start + guid_length].decode("utf-8"))
-            start += guid_length
-            types.append(data[start:start + kind_length].decode("ascii"))
-            start += kind_length
+            types.append(data[start + guid_length:start + guid_length + kind_length].decode("ascii"))
+            start += guid_length + kind_length
             start += _pad(start)
-            places.append(np.frombuffer(data, "<f8", PLACE_DOUBLES, start))
-            start += 8 * PLACE_DOUBLES
-            vertices.append(np.frombuffer(data, "<f4", 3 * vertex_count, start).reshape(-1, 3))
-            start += 12 * vertex_count
-            faces.append(np.frombuffer(data, "<i4", 3 * face_count, start).reshape(-1, 3))
-            start += 12 * face_count
+            places.append(start)
+            vertex_counts.append(vertex_count)
+            face_counts.append(face_count)
+            start += 8 * PLACE_DOUBLES + 12 * vertex_count + 12 * face_count
             offset = start + _pad(start)
             if offset > size:
                 raise GeometryError(f"{path}: cut short")
@@ -105,8 +119,16 @@ def load(path: Path | str) -> ModelGeometry:
         if isinstance(exc, GeometryError):
             raise
         raise GeometryError(f"{path}: cut short ({exc})") from None
-    place = np.array(places).reshape(-1, PLACE_DOUBLES)
-    return ModelGeometry(guids, types, place[:, :3], place[:, 3:], vertices, faces)
+    buffer = np.frombuffer(data, np.uint8)
+    usable = len(data) // 8 * 8
+    doubles = buffer[:usable].view("<f8")
+    singles, integers = buffer[:usable].view("<f4"), buffer[:usable].view("<i4")
+    place_at = np.array(places, dtype=np.int64)
+    place = doubles[(place_at // 8)[:, None] + np.arange(PLACE_DOUBLES)] if len(places) else np.zeros((0, PLACE_DOUBLES))
+    vertex_counts, face_counts = np.array(vertex_counts, dtype=np.int64), np.array(face_counts, dtype=np.int64)
+    vertex_at = (place_at + 8 * PLACE_DOUBLES) // 4
+    return ModelGeometry(guids, types, place[:, :3], place[:, 3:], _Slices(singles, vertex_at, vertex_counts),
+                         _Slices(integers, vertex_at + 3 * vertex_counts, face_counts))
 
 
 def build_clash_geometry(ifc_path: Path | str, out_path: Path | str, on_progress=lambda fraction: None, *,
