@@ -31,7 +31,6 @@ _ROUTE_LIMITS = {
     ("PUT", "ids-file"): lambda: IDS_MAX_BYTES,
     ("POST", "check-list"): lambda: IDS_MAX_BYTES + MULTIPART_OVERHEAD_BYTES,
     ("PUT", "edit-proxy-script"): lambda: SCRIPT_BODY_BYTES,
-    ("POST", "bcf-viewpoints"): lambda: 40 * MEGABYTE,  # a BCF API viewpoint with its snapshot and bitmaps in base64
     **{(method, route): lambda: 256 * 1024 for method, route in (("POST", "bcf-topics"), ("PUT", "bcf-topic"), ("POST", "bcf-comments"), ("PUT", "bcf-comment"))},
     ("POST", "bcf-documents"): lambda: 50 * MEGABYTE + MULTIPART_OVERHEAD_BYTES,  # bcfapi_app.documents.DOCUMENT_MAX_BYTES
 }

@@ -127,3 +127,12 @@ def test_bad_viewpoints_are_refused_naming_the_key(team):
     assert "coloring[0].color" in answer(rita, "POST", viewpoints, bad_colour, status=400)["message"]
     assert "snapshot" in answer(rita, "POST", viewpoints, {**xeokit_viewpoint(), "snapshot": {"snapshot_type": "png", "snapshot_data": "bm90IGFuIGltYWdl"}}, status=400)["message"]
     assert "guid" in answer(rita, "POST", viewpoints, {**xeokit_viewpoint(), "guid": "nope"}, status=400)["message"]
+
+
+def test_a_viewpoint_with_a_snapshot_near_the_5_mb_limit_is_taken(team):
+    rita = team.clients["rita"]
+    viewpoints = f"{team.base}/topics/{new_topic(team)}/viewpoints"
+    large = png_bytes(padding=4_900_000)
+    body = {**xeokit_viewpoint(), "snapshot": {"snapshot_type": "png", "snapshot_data": base64.b64encode(large).decode()}}
+    made = answer(rita, "POST", viewpoints, body, VIEWPOINT, status=201)
+    assert b"".join(send(rita, "GET", f"{viewpoints}/{made['guid']}/snapshot").streaming_content) == large
