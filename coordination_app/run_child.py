@@ -5,11 +5,13 @@ in the engine, or a hostile IFC, takes only this process down, under a memory ca
 
 job: {"kind", "tolerance", "distance", "a": [side], "b": [side] | null, "geometry": {model id: "/proc/self/fd/K"},
 "mesh": {model id: {"ifc": "/proc/self/fd/K", "out": "/proc/self/fd/L"}}} with side = {"modelId", "matrix": [16
-numbers, row-major 4x4], "guids": [GlobalIds] | null}. The models under "mesh" (the agent's staged product, a model
-converted before clash geometry existed) have no clash geometry yet: their IFC is meshed here first, with the
-conversion's own meshing (models_app.conversion.geometry), into "out" (a file the parent made for it), so no IFC of
-a run is parsed outside this sandbox. The clashes go to --out as JSON [{aModel, aGuid, bModel, bGuid, point, depth,
-distance}]. Progress goes to stdout as JSON lines {"phase": "meshing" | "clashing", "percent"}, at least every
+numbers, row-major 4x4], "guids": [GlobalIds] | null, "select"?: {"classes", "exclude"}}. The models under "mesh"
+(the agent's staged product, a model converted before clash geometry existed) have no clash geometry yet: their IFC
+is meshed here first, with the conversion's own meshing (models_app.conversion.geometry), into "out" (a file the
+parent made for it), so no IFC of a run is parsed outside this sandbox; their elements' facts (class, name, storey)
+come from that IFC too, and a side's "select" picks their elements by class there (a staged product may have
+elements no conversion has seen). --out gets JSON {"clashes": [{aModel, aGuid, bModel, bGuid, point, depth,
+distance}], "facts": {meshed model id: {GlobalId: {type, name, storey}}}}. Progress goes to stdout as JSON lines {"phase": "meshing" | "clashing", "percent"}, at least every
 HEARTBEAT_SECONDS (the parent stops the process between two lines when the run is cancelled); errors go to stderr.
 Nothing of Django is imported."""
 
@@ -42,6 +44,7 @@ class Heartbeat:
             report(self.phase, self.percent)
 
     def __enter__(self) -> "Heartbeat":
+        report(self.phase, self.percent)  # at once: the parent hears from the process before any heavy import
         self._thread.start()
         return self
 
@@ -81,8 +84,37 @@ def _sets(sides: list[dict] | None, geometry: dict[str, str]):
                        guids=None if side["guids"] is None else frozenset(side["guids"])) for side in sides]
 
 
-def mesh(job: dict) -> dict[str, str]:
-    """Meshes each IFC of job["mesh"] into its "out" file; answers model id -> the clash geometry to read."""
+def ifc_facts(ifc) -> dict[str, dict]:
+    """{GlobalId: {type, name, storey}} of the IFC's objects, as engine.elements reads them from a conversion's
+    metadata.json (the parent of an object: what aggregates it, else the spatial element that contains it)."""
+    from coordination_app.engine import elements
+
+    parents = {}
+    for relation, whole, parts in (("IfcRelAggregates", "RelatingObject", "RelatedObjects"),
+                                   ("IfcRelContainedInSpatialStructure", "RelatingStructure", "RelatedElements")):
+        for rel in ifc.by_type(relation):
+            for part in getattr(rel, parts) or ():
+                parents.setdefault(part.GlobalId, getattr(rel, whole).GlobalId)
+    objects = [{"id": item.GlobalId, "name": item.Name or "", "type": item.is_a(), "parent": parents.get(item.GlobalId)}
+               for item in ifc.by_type("IfcObjectDefinition")]
+    return elements.facts({"metaObjects": objects})
+
+
+def _select(sides: list[dict] | None, model_id: str, facts: dict[str, dict], schema: str) -> None:
+    """The elements of the meshed model that each side's class filter picks (engine.selection, as the parent picks
+    a converted model's from its metadata)."""
+    from coordination_app.engine import selection
+
+    types = {guid: fact["type"] for guid, fact in facts.items()}
+    for side in sides or ():
+        select = side.get("select")
+        if side["modelId"] == model_id and select is not None:
+            side["guids"] = sorted(selection.select(types, schema, select.get("classes"), select.get("exclude") or None))
+
+
+def mesh(job: dict, heartbeat: Heartbeat) -> tuple[dict[str, str], dict[str, dict]]:
+    """Meshes each IFC of job["mesh"] into its "out" file, takes its elements' facts and applies the sides' class
+    filters to it; answers (model id -> the clash geometry to read, model id -> facts)."""
     import gc
     import importlib
 
@@ -92,32 +124,36 @@ def mesh(job: dict) -> dict[str, str]:
     # meshing (models_app's package is bound read-only into it for that); the gateway's apps never import it
     write_geometry = importlib.import_module(MESHING_MODULE).write_geometry
 
-    meshed, count = {}, len(job.get("mesh") or {})
-    with Heartbeat("meshing") as heartbeat:
-        for index, (model_id, files) in enumerate(sorted((job.get("mesh") or {}).items())):
-            ifc = ifcopenshell.open(files["ifc"])
-            with open(files["out"], "wb", buffering=1 << 20) as handle:
-                write_geometry(ifc, None, 1, lambda fraction, index=index: setattr(heartbeat, "percent", 100 * (index + fraction) / count),
-                               clash_handle=handle)
-            del ifc
-            gc.collect()  # one model's IFC at a time: the clashing that follows has the memory
-            meshed[model_id] = files["out"]
-    return meshed
+    meshed, facts, count = {}, {}, len(job["mesh"])
+    for index, (model_id, files) in enumerate(sorted(job["mesh"].items())):
+        ifc = ifcopenshell.open(files["ifc"])
+        with open(files["out"], "wb", buffering=1 << 20) as handle:
+            write_geometry(ifc, None, 1, lambda fraction, index=index: setattr(heartbeat, "percent", 100 * (index + fraction) / count),
+                           clash_handle=handle)
+        facts[model_id] = ifc_facts(ifc)
+        for side in ("a", "b"):
+            _select(job[side], model_id, facts[model_id], ifc.schema)
+        del ifc
+        gc.collect()  # one model's IFC at a time: the clashing that follows has the memory
+        meshed[model_id] = files["out"]
+    return meshed, facts
 
 
 def run(args) -> int:
-    from coordination_app.engine.clashes import find_clashes
-
     job = json.loads(args.job.read_text(encoding="utf-8"))
-    if job.get("mesh"):
-        job["geometry"] = {**job["geometry"], **mesh(job)}
-    report("clashing", 0)
-    with Heartbeat("clashing") as heartbeat:
+    facts = {}
+    with Heartbeat("meshing" if job.get("mesh") else "clashing") as heartbeat:  # from the start: cancel is heard throughout
+        if job.get("mesh"):
+            meshed, facts = mesh(job, heartbeat)
+            job["geometry"] = {**job["geometry"], **meshed}
+            heartbeat.phase, heartbeat.percent = "clashing", 0
+        from coordination_app.engine.clashes import find_clashes
+
         found = find_clashes(_sets(job["a"], job["geometry"]), _sets(job["b"], job["geometry"]), kind=job["kind"], tolerance=job["tolerance"],
                              distance=job["distance"], on_progress=lambda fraction: setattr(heartbeat, "percent", 100 * fraction))
     with open(args.out, "w", encoding="utf-8") as handle:
-        json.dump([{"aModel": fact.a_model, "aGuid": fact.a_guid, "bModel": fact.b_model, "bGuid": fact.b_guid, "point": list(fact.point),
-                    "depth": fact.depth, "distance": fact.distance} for fact in found], handle, separators=(",", ":"))
+        json.dump({"clashes": [{"aModel": fact.a_model, "aGuid": fact.a_guid, "bModel": fact.b_model, "bGuid": fact.b_guid, "point": list(fact.point),
+                                "depth": fact.depth, "distance": fact.distance} for fact in found], "facts": facts}, handle, separators=(",", ":"))
     return 0
 
 

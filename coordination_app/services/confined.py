@@ -11,7 +11,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from django.conf import settings
@@ -29,6 +29,15 @@ JOB_FILE = "job.json"
 RESULT_FILE = "clashes.json"
 
 
+@dataclass(frozen=True)
+class ConfinedResult:
+    """What the confined child found: the clashes, and the facts {GlobalId: {type, name, storey}} of each model it
+    meshed (from that IFC, not from a conversion's metadata)."""
+
+    clashes: list[ClashFact]
+    facts: dict[str, dict]
+
+
 class RunFailed(Exception):
     """The confined run could not finish (refused sandbox, memory cap, time limit, a crash); the message says why."""
 
@@ -41,11 +50,19 @@ def clash_memory_limit_mb() -> int:
     return int(os.environ.get("VIEWER_CLASH_MEMORY_MB") or 4096)
 
 
-def _sides(sets: list[ElementSet] | None) -> list[dict] | None:
+def _sides(sets: list[ElementSet] | None, spec: dict | None, meshes: dict[str, Path]) -> list[dict] | None:
+    """The job's side: each set's model, matrix and elements; a model the child meshes carries the side's class
+    filter (spec: the test's side) for the child to apply to the IFC's elements."""
     if sets is None:
         return None
-    return [{"modelId": item.model_id, "matrix": [float(value) for value in item.matrix.reshape(-1)],
-             "guids": None if item.guids is None else sorted(item.guids)} for item in sets]
+    sides = []
+    for item in sets:
+        side = {"modelId": item.model_id, "matrix": [float(value) for value in item.matrix.reshape(-1)],
+                "guids": None if item.guids is None else sorted(item.guids)}
+        if item.model_id in meshes and spec and (spec.get("classes") is not None or spec.get("exclude")):
+            side["select"] = {"classes": spec.get("classes"), "exclude": spec.get("exclude") or []}
+        sides.append(side)
+    return sides
 
 
 def _relay(line: str, on_progress: Callable[[str, float], None], should_stop: Callable[[], bool]) -> None:
@@ -65,10 +82,11 @@ def _open_mesh(path: Path) -> int:
 
 def find_clashes_confined(a: list[ElementSet], b: list[ElementSet] | None, *, kind: str, tolerance: float, distance: float, work_dir: Path,
                           on_progress: Callable[[str, float], None], should_stop: Callable[[], bool],
-                          meshes: dict[str, Path] | None = None) -> list[ClashFact]:
-    """engine.find_clashes in the confined child, the IFCs of `meshes` (model id -> IFC; their sets' geometry_path is
-    not read) meshed there first; on_progress(phase "meshing" | "clashing", fraction of the phase). Cancelled when
-    should_stop() turns true, RunFailed otherwise."""
+                          meshes: dict[str, Path] | None = None, specs: tuple[dict, dict | None] = ({}, None)) -> ConfinedResult:
+    """engine.find_clashes in the confined child, the IFCs of `meshes` (model id -> IFC; their sets' geometry_path and
+    guids are not read: the child meshes them, takes their facts and selects their elements by the class filters of
+    `specs`, the test's sides a and b) there first; on_progress(phase "meshing" | "clashing", fraction of the phase).
+    Cancelled when should_stop() turns true, RunFailed otherwise."""
     meshes = meshes or {}
     limits = replace(ConversionLimits.from_config(settings.VIEWER), memory_mb=clash_memory_limit_mb())
     if problem := isolation_problem(limits.bwrap):
@@ -85,7 +103,8 @@ def find_clashes_confined(a: list[ElementSet], b: list[ElementSet] | None, *, ki
             geometry = {model_id: f"/proc/self/fd/{passed.add(open_read(path))}" for model_id, path in paths.items()}
             mesh = {model_id: {"ifc": f"/proc/self/fd/{passed.add(open_read(ifc))}", "out": f"/proc/self/fd/{passed.add(_open_mesh(work_dir / f'{model_id}.bin'))}"}
                     for model_id, ifc in meshes.items()}
-            (work_dir / JOB_FILE).write_text(json.dumps({"kind": kind, "tolerance": tolerance, "distance": distance, "a": _sides(a), "b": _sides(b),
+            (work_dir / JOB_FILE).write_text(json.dumps({"kind": kind, "tolerance": tolerance, "distance": distance, "a": _sides(a, specs[0], meshes),
+                                                         "b": _sides(b, specs[1], meshes),
                                                          "geometry": geometry, "mesh": mesh}), encoding="utf-8")
             job, out = passed.add(open_read(work_dir / JOB_FILE)), passed.add(open_new(work_dir / RESULT_FILE))
             command = python_command(limits, [
@@ -110,5 +129,8 @@ def find_clashes_confined(a: list[ElementSet], b: list[ElementSet] | None, *, ki
         if cgroup is not None:
             cgroup.remove()
     found = json.loads((work_dir / RESULT_FILE).read_text(encoding="utf-8"))
-    return [ClashFact(a_model=item["aModel"], a_guid=item["aGuid"], b_model=item["bModel"], b_guid=item["bGuid"], point=tuple(item["point"]),
-                      depth=item["depth"], distance=item["distance"]) for item in found]
+    return ConfinedResult(
+        clashes=[ClashFact(a_model=item["aModel"], a_guid=item["aGuid"], b_model=item["bModel"], b_guid=item["bGuid"], point=tuple(item["point"]),
+                           depth=item["depth"], distance=item["distance"]) for item in found["clashes"]],
+        facts=found["facts"],
+    )

@@ -207,21 +207,24 @@ def run_claimed(run: ClashRun) -> None:
         should_stop = _stop_poll(run)
         facts, schemas, paths, meshes = {}, {}, {}, {}
         for model in models:
-            metadata = model_metadata(model.id)
-            facts[model.id] = elements.facts(metadata)
-            schemas[model.id] = metadata.get("schema") or "IFC4"
             converted = _geometry_path(model.id, staged)
-            if converted is None:
+            if converted is None:  # the child meshes its IFC, takes its facts and selects its elements from it
                 meshes[model.id] = model_file(model.id, IFC_FILE)
+                facts[model.id], schemas[model.id] = {}, "IFC4"
+            else:
+                metadata = model_metadata(model.id)
+                facts[model.id] = elements.facts(metadata)
+                schemas[model.id] = metadata.get("schema") or "IFC4"
             paths[model.id] = converted or work_dir / f"{model.id}.bin"  # where the child writes the mesh it makes
-        found = find_clashes_confined(
+        result = find_clashes_confined(
             _element_sets(test.a, placements, paths, facts, schemas), _element_sets(test.b, placements, paths, facts, schemas),
-            kind=test.kind, tolerance=test.tolerance, distance=test.distance, work_dir=work_dir, meshes=meshes,
+            kind=test.kind, tolerance=test.tolerance, distance=test.distance, work_dir=work_dir, meshes=meshes, specs=(test.a, test.b),
             on_progress=lambda phase, fraction: on_progress(phase, 1 + int(9 * fraction) if phase == "meshing" else 10 + int(85 * fraction)),
             should_stop=should_stop,
         )
         if not ClashRun.objects.filter(pk=run.pk, cancel_requested=False).exists():
             raise Cancelled("the clash run was cancelled")
+        found, facts = result.clashes, {**facts, **result.facts}  # a meshed model's elements as its IFC has them
         on_progress("statuses", 96)
         with transaction.atomic():  # the clashes and the run's end together: a run another worker took records nothing
             summary = record_run(run, found, facts)
