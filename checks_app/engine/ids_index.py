@@ -29,7 +29,9 @@ ifctester's order) with the outcomes taken from the index; the candidate lists p
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
+from typing import Callable
 
 import ifcopenshell
 import ifcopenshell.util.classification
@@ -84,7 +86,7 @@ class ModelIndex:
     def __init__(self, ifc: ifcopenshell.file):
         self.ifc = ifc
         self.ifc2x3 = ifc.schema == "IFC2X3"
-        self.outcomes: dict[int, dict] = {}  # id(facet) -> {key: outcome}
+        self.askers: dict[int, Callable] = {}  # id(facet) -> element -> outcome (see asker)
         self.facets: dict[int, object] = {}  # id(facet) -> facet (kept alive while its id is a key)
         self.pset_contexts: dict[int, tuple | None] = {}  # element id -> (type's [(name, content)], own [(name, content)])
         self.contents: dict[tuple, tuple] = {}  # (property set id, baseName, has a value) -> content key
@@ -104,25 +106,28 @@ class ModelIndex:
         elements = None
         for facet in specification.applicability:
             elements = self.filter(facet, elements)
-        checked = [facet for facet in specification.applicability if not isinstance(facet, ifctester_facet.Entity)]
-        requirements = list(enumerate(specification.requirements)) if specification.maxOccurs != 0 else []
-        outcome = self.outcome
+        checked = [self.asker(facet) for facet in specification.applicability if not isinstance(facet, ifctester_facet.Entity)]
+        requirements = list(enumerate(map(self.asker, specification.requirements))) if specification.maxOccurs != 0 else []
+        applicable, failed_elements, failures = result.applicable, result.failed_elements, result.failures
         for element in elements or []:
-            if not all(outcome(facet, element) for facet in checked):
-                continue
-            result.applicable.append(element)
-            for index, facet in requirements:
-                found = outcome(facet, element)
-                if not found:
-                    result.failed_elements.add(element)
-                    result.failures.append((element, index, found))
+            for ask in checked:
+                if not ask(element):
+                    break
+            else:
+                applicable.append(element)
+                for index, ask in requirements:
+                    found = ask(element)
+                    if not found:
+                        failed_elements.add(element)
+                        failures.append((element, index, found))
         return result
 
     def filter(self, facet, elements):
         """ifctester's broadphase: the first facet's candidates (kept per model), then each further facet keeps the
         elements it passes."""
         if elements is not None:
-            return [element for element in elements if self.outcome(facet, element)] if elements else []
+            ask = self.asker(facet)
+            return [element for element in elements if ask(element)] if elements else []
         key = self._candidates_key(facet)
         if key is None:
             return facet.filter(self.ifc, None)
@@ -140,40 +145,46 @@ class ModelIndex:
                 return (kind.__name__,)
         return None
 
-    def outcome(self, facet, element):
-        """What the facet says about the element: from the outcome of an element with the same key, else asked."""
-        key = self.key(facet, element)
-        if key is UNCACHED:
-            return facet(element)
-        known = self.outcomes.get(id(facet))
-        if known is None:
-            known = self.outcomes[id(facet)] = {}
-            self.facets[id(facet)] = facet
-        found = known.get(key, UNCACHED)
-        if found is UNCACHED:
-            found = known[key] = facet(element)
+    def asker(self, facet) -> Callable:
+        """element -> the facet's outcome: the outcome kept for the element's key, else the facet's own answer (kept
+        for the key). One per facet, made once."""
+        found = self.askers.get(id(facet))
+        if found is None:
+            key_of = self._key_function(facet)
+            known: dict = {}
+
+            def ask(element):
+                key = key_of(element)
+                if key is UNCACHED:
+                    return facet(element)
+                outcome = known.get(key, UNCACHED)
+                if outcome is UNCACHED:
+                    outcome = known[key] = facet(element)
+                return outcome
+
+            found = self.askers[id(facet)] = facet if key_of is None else ask
+            self.facets[id(facet)] = facet  # its id stays its own while the index lives
         return found
 
     # --- keys ---------------------------------------------------------------------------------------------------
 
-    def key(self, facet, element):
+    def _key_function(self, facet) -> Callable | None:
+        """element -> what the facet reads of it (UNCACHED: ask the facet), or None: always ask the facet."""
         if isinstance(facet, ifctester_facet.Property):
-            return self._property_key(facet, element)
+            return functools.partial(self._property_key, facet)
         if isinstance(facet, ifctester_facet.Attribute):
-            return self._attribute_key(facet, element)
+            return functools.partial(self._attribute_key, facet) if isinstance(facet.name, str) else None
         if isinstance(facet, ifctester_facet.Classification):
-            return self._references(element)
+            return self._references
         if isinstance(facet, ifctester_facet.Material):
-            return self._material(element)
+            return self._material
         if isinstance(facet, ifctester_facet.PartOf):
-            return self._hop(facet, element)
+            return functools.partial(self._hop, facet)
         if isinstance(facet, ifctester_facet.Entity) and not facet.predefinedType and not self.ifc2x3:
-            return element.is_a()
-        return UNCACHED
+            return ifcopenshell.entity_instance.is_a
+        return None
 
     def _attribute_key(self, facet, element):
-        if not isinstance(facet.name, str):
-            return UNCACHED
         ifc_class = element.is_a()
         where = self.attribute_indexes.get((ifc_class, facet.name))
         if where is None:  # (category, argument index) per class: 1 = a forward attribute, read by its index
