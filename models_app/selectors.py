@@ -82,6 +82,12 @@ def model_ready_product_is_saved(model_id: str) -> bool:
         return False
 
 
+def model_saved_script_ifc(model_id: str) -> Path | None:
+    """The IFC of the model's latest saved script version (what model_current_version names for a script-built
+    model), None when its script saved none."""
+    return latest_saved_product(model_id)
+
+
 def model_download_file(model_id: str, *, current_product: bool = False) -> tuple[IfcModel, Path]:
     """The IFC a download serves: the original (the upload, kept as bootstrap.ifc once a script took the model
     over; for a model born from a script, its latest saved version), never an unsaved preview; or, when asked

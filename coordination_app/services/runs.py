@@ -35,8 +35,14 @@ from core import jobs
 from core.errors import ApplicationError, Conflict
 from models_app.federation import project_placements
 from models_app.models import IfcModel
-from models_app.public import CLASH_GEOMETRY_FILE, IFC_FILE, model_file
-from models_app.selectors import model_current_version, model_metadata, model_ready_product_is_saved, project_of_model
+from models_app.public import CLASH_GEOMETRY_FILE, IFC_FILE, file_signature, model_file
+from models_app.selectors import (
+    model_current_version,
+    model_metadata,
+    model_ready_product_is_saved,
+    model_saved_script_ifc,
+    project_of_model,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -69,12 +75,21 @@ def _models_checked(test: ClashTest, staged: bool) -> list[IfcModel]:
     return checked
 
 
+def _product_signature(model: IfcModel) -> str:
+    """The signature of the IFC a run of the current versions takes of the model: the converted one, or the saved
+    version's while the conversion shows an unsaved preview (see _geometry_source)."""
+    if model_ready_product_is_saved(model.id):
+        return model.converted_ifc
+    saved = model_saved_script_ifc(model.id)
+    return file_signature(saved) if saved is not None else ""
+
+
 def _versions(models: list[IfcModel], staged: bool) -> list[dict]:
-    """[{modelId, version, ifc}] the run uses: each model's current version and the signature of its converted IFC
-    (IfcModel.converted_ifc; kept for the automatic runs' comparison, not answered by the API), or "staged"."""
+    """[{modelId, version, ifc}] the run uses: each model's current version and the signature of that version's IFC
+    (kept for the automatic runs' comparison, not answered by the API), or "staged"."""
     if staged:
         return [{"modelId": model.id, "version": STAGED_VERSION, "ifc": None} for model in models]
-    return [{"modelId": model.id, "version": model_current_version(model.id), "ifc": model.converted_ifc} for model in models]
+    return [{"modelId": model.id, "version": model_current_version(model.id), "ifc": _product_signature(model)} for model in models]
 
 
 def run_request(test: ClashTest, *, trigger: str = ClashRun.Trigger.USER, by: str = "", staged: bool = False) -> ClashRun:
@@ -159,11 +174,21 @@ def _stop_poll(run: ClashRun):
     return should_stop
 
 
-def _geometry_path(model_id: str, staged: bool) -> Path | None:
-    """The model's clash geometry as its conversion left it; None when its IFC must be meshed (a staged run's working
-    product, a model converted before clash geometry existed): the confined child does that."""
+def _geometry_source(model_id: str, staged: bool) -> tuple[Path | None, Path]:
+    """(the model's clash geometry as its conversion left it, or None when an IFC must be meshed by the confined
+    child; that IFC). A staged run meshes the working product (model.ifc). A run of the current versions takes the
+    conversion's geometry, unless that conversion was of an unsaved script run's preview: then it meshes the saved
+    version's IFC (40900 when the script saved none), so a run never records a version it did not see."""
+    working = model_file(model_id, IFC_FILE)
+    if staged:
+        return None, working
+    if not model_ready_product_is_saved(model_id):
+        saved = model_saved_script_ifc(model_id)
+        if saved is None:
+            raise Conflict(f"model {model_id} shows an unsaved script run and has no saved version: save it, or run the test staged")
+        return None, saved
     converted = model_file(model_id, CLASH_GEOMETRY_FILE)
-    return converted if not staged and converted.is_file() else None
+    return (converted if converted.is_file() else None), working
 
 
 def _element_sets(side: dict | None, placements: dict, paths: dict, facts: dict, schemas: dict) -> list | None:
@@ -207,9 +232,9 @@ def run_claimed(run: ClashRun) -> None:
         should_stop = _stop_poll(run)
         facts, schemas, paths, meshes = {}, {}, {}, {}
         for model in models:
-            converted = _geometry_path(model.id, staged)
+            converted, source = _geometry_source(model.id, staged)
             if converted is None:  # the child meshes its IFC, takes its facts and selects its elements from it
-                meshes[model.id] = model_file(model.id, IFC_FILE)
+                meshes[model.id] = source
                 facts[model.id], schemas[model.id] = {}, "IFC4"
             else:
                 metadata = model_metadata(model.id)

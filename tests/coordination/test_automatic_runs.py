@@ -106,3 +106,16 @@ def test_a_preview_discarded_back_to_the_saved_version_runs_nothing(tower):
     reconverted(services.id)
     assert model_ready_product_is_saved(services.id) and automatic_runs() == []
     assert model_dir(services.id).joinpath("model.ifc").samefile(saved)
+
+
+def test_a_run_of_the_current_versions_during_a_preview_takes_the_saved_version(api, tower):
+    """The conversion shows the preview (the duct lowered), but the current version is still v1 (crossing): a run
+    of the current versions meshes v1's saved IFC in its confined child and records v1, as it saw it."""
+    project, structure, services, first = tower
+    script_run(services.id, LOWERED)
+    run_id = ok(post(api, f"/api/v1/projects/{project.id}/clash-tests/ducts/runs", {}))["runId"]
+    run_queued()
+    run = ok(api.get(f"/api/v1/projects/{project.id}/clash-tests/ducts/runs/{run_id}"))
+    assert (run["status"], run["error"]) == ("done", "")
+    assert run["models"] == [{"modelId": services.id, "version": "v1"}, {"modelId": structure.id, "version": "v1"}]
+    assert run["summary"] == {"new": 0, "active": 1, "resolved": 0, "missing": 0, "approved": 0, "total": 1}  # v1's clash, not the preview's
