@@ -60,7 +60,8 @@ def runs_root() -> Path:
 
 
 def _models_checked(test: ClashTest, staged: bool) -> list[IfcModel]:
-    """The test's models, each still in the test's project and (unless staged) ready; 40900 otherwise."""
+    """The test's models, each still in the test's project and (unless staged) ready with a version to run (an unsaved
+    script preview needs a saved version beside it); 40900 otherwise."""
     found = {model.id: model for model in IfcModel.objects.filter(pk__in=test.model_ids())}
     checked = []
     for model_id in test.model_ids():
@@ -71,6 +72,8 @@ def _models_checked(test: ClashTest, staged: bool) -> list[IfcModel]:
             raise Conflict(f"model {model_id} of clash test {test.name} is no longer in project {test.project_id}: change the test")
         if not staged and model.status != IfcModel.Status.READY:
             raise Conflict(f"model {model_id} is {model.status}, not ready: run the test once it is ready")
+        if not staged and not model_ready_product_is_saved(model_id) and model_saved_script_ifc(model_id) is None:
+            raise Conflict(f"model {model_id} shows an unsaved script run and has no saved version: save it, or run the test staged")
         checked.append(model)
     return checked
 
@@ -178,15 +181,13 @@ def _geometry_source(model_id: str, staged: bool) -> tuple[Path | None, Path]:
     """(the model's clash geometry as its conversion left it, or None when an IFC must be meshed by the confined
     child; that IFC). A staged run meshes the working product (model.ifc). A run of the current versions takes the
     conversion's geometry, unless that conversion was of an unsaved script run's preview: then it meshes the saved
-    version's IFC (40900 when the script saved none), so a run never records a version it did not see."""
+    version's IFC (_models_checked answers 40900 when the script saved none), so a run never records a version it did
+    not see."""
     working = model_file(model_id, IFC_FILE)
     if staged:
         return None, working
     if not model_ready_product_is_saved(model_id):
-        saved = model_saved_script_ifc(model_id)
-        if saved is None:
-            raise Conflict(f"model {model_id} shows an unsaved script run and has no saved version: save it, or run the test staged")
-        return None, saved
+        return None, model_saved_script_ifc(model_id)  # there is one: _models_checked said so
     converted = model_file(model_id, CLASH_GEOMETRY_FILE)
     return (converted if converted.is_file() else None), working
 

@@ -119,3 +119,14 @@ def test_a_run_of_the_current_versions_during_a_preview_takes_the_saved_version(
     assert (run["status"], run["error"]) == ("done", "")
     assert run["models"] == [{"modelId": services.id, "version": "v1"}, {"modelId": structure.id, "version": "v1"}]
     assert run["summary"] == {"new": 0, "active": 1, "resolved": 0, "missing": 0, "approved": 0, "total": 1}  # v1's clash, not the preview's
+
+
+def test_a_model_with_only_an_unsaved_preview_has_no_version_to_run(api, tower):
+    project, structure, _, _ = tower
+    sketch = converted_model(project, CROSSING, "sketch.ifc")
+    script_run(sketch.id, LOWERED)  # a script took it over and ran; nothing saved yet
+    ok(post(api, f"/api/v1/projects/{project.id}/clash-tests/sketch", {"a": {"models": [sketch.id]}, "b": {"models": [structure.id]}}, method="put"))
+    refused = post(api, f"/api/v1/projects/{project.id}/clash-tests/sketch/runs", {}).json()
+    assert refused["code"] == 40900 and "unsaved script run and has no saved version" in refused["message"]
+    staged = ok(post(api, f"/api/v1/projects/{project.id}/clash-tests/sketch/runs", {"staged": True}))
+    assert staged["status"] == "queued"  # the staged product can be tried
