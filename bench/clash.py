@@ -10,7 +10,9 @@ at least --elements elements each) one against the other; hard, tolerance 1 cm, 
 IfcFeatureElement (ifcclash's intersection mode with check_all, its default selection).
 Each engine runs in a child process of its own (python -c), timed inside it from before it opens its input to its
 answer: ifcclash opens the IFCs, meshes them into its tree and clashes; ours loads clash-geometry.bin (made
-beforehand by the conversion's meshing, not timed: a conversion keeps it) and clashes. Peak memory: the child's
+beforehand by the conversion's meshing, not timed: a conversion keeps it) and clashes; the generated pair's
+clash geometry is written by the generator from the same solids (--mesh-pair: by the conversion's meshing, which
+takes tens of minutes at full size here: ifcopenshell meshes each instance on its own). Peak memory: the child's
 peak resident set (VmHWM; the interpreter and its imports included, for both). Prints JSON: per test
 both times and peaks, the clash counts, the pairs both found, and the ratios ours/ifcclash.
 """
@@ -26,12 +28,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SAMPLES = Path("/work/shared/ifc-samples")
 TOLERANCE = 0.01
 BAY, STOREY = 6.0, 3.5  # metres between columns, between floors
+PIPE_SIDES = 24
 
 # the child's peak resident set: VmHWM of /proc/self/status, which (unlike getrusage's ru_maxrss, kept across exec)
 # starts afresh with the child's own memory
@@ -105,6 +110,7 @@ class _Model:
         self.building, self.storeys, self.contents = building, [], {}
         self.shapes: dict[tuple, object] = {}
         self.count = 0
+        self.meshes: list[tuple[str, str, np.ndarray, np.ndarray]] = []  # (GlobalId, class, vertices, triangles)
 
     def storey(self, number: int):
         f = self.file
@@ -128,11 +134,12 @@ class _Model:
             known = self.shapes[key] = f.createIfcShapeRepresentation(self.body, "Body", "SweptSolid", [solid])
         return known
 
-    def _element(self, ifc_class: str, storey, placement, key: tuple):
+    def _element(self, ifc_class: str, storey, placement, key: tuple, mesh: tuple[np.ndarray, np.ndarray]):
         f = self.file
         element = f.create_entity(ifc_class, GlobalId=self.new_guid(), Name=f"{ifc_class[3:]} {self.count}", ObjectPlacement=placement,
                                   Representation=f.createIfcProductDefinitionShape(None, None, [self._shape(key)]))
         self.contents[storey].append(element)
+        self.meshes.append((element.GlobalId, ifc_class, *mesh))
         self.count += 1
 
     def box(self, ifc_class: str, storey, low, high):
@@ -141,18 +148,52 @@ class _Model:
         centre = ((low[0] + high[0]) / 2, (low[1] + high[1]) / 2, low[2])
         size = tuple(round(h - lo, 6) for lo, h in zip(low, high))
         placement = f.createIfcLocalPlacement(self.site_placement, f.createIfcAxis2Placement3D(f.createIfcCartesianPoint(centre)))
-        self._element(ifc_class, storey, placement, ("box", *size))
+        self._element(ifc_class, storey, placement, ("box", *size), _box_mesh(low, high))
 
     def pipe_along_x(self, storey, start, length: float, radius: float):
         f = self.file
         axes = f.createIfcAxis2Placement3D(f.createIfcCartesianPoint(start), f.createIfcDirection((1.0, 0.0, 0.0)), f.createIfcDirection((0.0, 1.0, 0.0)))
-        self._element("IfcPipeSegment", storey, f.createIfcLocalPlacement(self.site_placement, axes), ("pipe", radius, round(length, 6)))
+        self._element("IfcPipeSegment", storey, f.createIfcLocalPlacement(self.site_placement, axes), ("pipe", radius, round(length, 6)),
+                      _pipe_mesh(start, length, radius))
+
+    def write_clash_geometry(self, path: Path) -> None:
+        """clash-geometry.bin of the elements as generated (the same solids the IFC describes, a pipe as a prism of
+        PIPE_SIDES sides), written directly: the conversion's meshing of tens of thousands of elements takes longer
+        than the benchmark (--mesh-pair meshes the IFCs instead)."""
+        from models_app.conversion.clash_geometry import ClashGeometryWriter
+
+        with open(path, "wb") as handle:
+            writer = ClashGeometryWriter(handle)
+            for guid, ifc_class, vertices, faces in self.meshes:
+                writer.element(guid, ifc_class, vertices, faces)
+            writer.end()
 
     def write(self, path: Path) -> None:
         for storey, elements in self.contents.items():
             for start in range(0, len(elements), 5000):
                 self.file.createIfcRelContainedInSpatialStructure(self.new_guid(), None, None, None, elements[start:start + 5000], storey)
         self.file.write(str(path))
+
+
+_BOX_FACES = np.array([[0, 2, 1], [1, 2, 3], [4, 5, 6], [5, 7, 6], [0, 1, 4], [1, 5, 4],
+                       [2, 6, 3], [3, 6, 7], [0, 4, 2], [2, 4, 6], [1, 3, 5], [3, 7, 5]])
+
+
+def _box_mesh(low, high) -> tuple[np.ndarray, np.ndarray]:
+    corners = np.array([[x, y, z] for z in (low[2], high[2]) for y in (low[1], high[1]) for x in (low[0], high[0])], dtype=float)
+    return corners, _BOX_FACES
+
+
+def _pipe_mesh(start, length: float, radius: float) -> tuple[np.ndarray, np.ndarray]:
+    """A prism of PIPE_SIDES sides along +x from start (its axis), closed by two fans."""
+    angles = np.arange(PIPE_SIDES) * 2 * np.pi / PIPE_SIDES
+    ring = np.c_[np.zeros(PIPE_SIDES), radius * np.cos(angles), radius * np.sin(angles)]
+    vertices = np.concatenate([ring, ring + (length, 0, 0), [[0, 0, 0], [length, 0, 0]]]) + np.asarray(start, dtype=float)
+    k = np.arange(PIPE_SIDES)
+    nxt = (k + 1) % PIPE_SIDES
+    sides = np.concatenate([np.c_[k, nxt, k + PIPE_SIDES], np.c_[nxt, nxt + PIPE_SIDES, k + PIPE_SIDES]])
+    caps = np.concatenate([np.c_[np.full(PIPE_SIDES, 2 * PIPE_SIDES), nxt, k], np.c_[np.full(PIPE_SIDES, 2 * PIPE_SIDES + 1), k + PIPE_SIDES, nxt + PIPE_SIDES]])
+    return vertices, np.concatenate([sides, caps])
 
 
 def _grid(elements: int) -> tuple[int, int]:
@@ -162,7 +203,7 @@ def _grid(elements: int) -> tuple[int, int]:
     return side, max(1, math.ceil(elements / per_floor))
 
 
-def federated_pair(folder: Path, elements: int) -> tuple[Path, Path]:
+def federated_pair(folder: Path, elements: int, kept: bool = True) -> tuple[Path, Path]:
     """structure.ifc and services.ifc with at least `elements` elements each. Structure: per floor, columns 0.4 m
     square on a BAY grid and beams 0.3 x 0.5 between them at the floor's top. Services: per bay, a duct along y
     0.4 x 0.3 crossing the beam at the bay's start 0.15 deep, a pipe along x under the beams and a box in the middle
@@ -193,6 +234,9 @@ def federated_pair(folder: Path, elements: int) -> tuple[Path, Path]:
     paths = folder / "structure.ifc", folder / "services.ifc"
     structure.write(paths[0])
     services.write(paths[1])
+    if kept:
+        structure.write_clash_geometry(folder / "structure.bin")
+        services.write_clash_geometry(folder / "services.bin")
     return paths
 
 
@@ -225,8 +269,10 @@ def bench(name: str, ifcs: list[Path], folder: Path, repeat: int) -> dict:
     sides = []
     started = time.perf_counter()
     for number, ifc in enumerate(ifcs):
-        geometry = folder / f"{name.replace(' ', '-')}-{number}.bin"
-        build_clash_geometry(ifc, geometry, threads=2)
+        geometry = ifc.with_suffix(".bin")  # the generated pair's, when written with it
+        if not geometry.exists():
+            geometry = folder / f"{name.replace(' ', '-')}-{number}.bin"
+            build_clash_geometry(ifc, geometry, threads=2)
         sides.append({"ifc": str(ifc), "geometry": str(geometry), "guids": _selected(ifc, geometry)})
     meshing = time.perf_counter() - started
     spec = folder / "spec.json"
@@ -250,6 +296,8 @@ def main() -> None:
     parser.add_argument("--samples", nargs="*", default=["duplex.ifc", "AC20-FZK-Haus.ifc"])
     parser.add_argument("--elements", type=int, default=20000, help="elements per side of the generated pair")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--mesh-pair", action="store_true", help="mesh the generated pair with the conversion's meshing "
+                        "(tens of minutes at 20,000 a side) instead of writing its clash geometry as generated")
     parser.add_argument("--smoke", action="store_true", help="IfcOpenHouse and a ~300-element pair, once")
     args = parser.parse_args()
     if args.smoke:
@@ -262,7 +310,7 @@ def main() -> None:
         folder = Path(tmp)
         tests = [(f"{name} against itself", [SAMPLES / name]) for name in args.samples]
         started = time.perf_counter()
-        pair = federated_pair(folder, args.elements)
+        pair = federated_pair(folder, args.elements, kept=not args.mesh_pair)
         print(f"generated pair: {time.perf_counter() - started:.1f} s", file=sys.stderr)
         tests.append((f"generated pair >= {args.elements} elements each", list(pair)))
         for name, ifcs in tests:
