@@ -390,8 +390,9 @@ def _status_words(link: ClashIssue, statuses: dict[str, str]) -> str:
 
 def clash_run_settle_issues(run_id: str) -> dict:
     """After a done run: resolves each issue pinned from its test whose clashes the run has all gone (resolved,
-    missing, or not seen), with a comment naming the run, and reopens a resolved one with a clash present again,
-    with a comment. A link the run (or a later run) was already applied to is left as it is, so a second delivery
+    missing, or not seen), with a comment naming the run, and reopens a resolved one with a clash that came back
+    (new in this run: gone in the run before), with a comment; an issue a person resolved while its clash is still
+    there (active) stays resolved. A link the run (or a later run) was already applied to is left as it is, so a second delivery
     of the same run adds nothing. Signed by the clash detection. Answers {resolved: [issue ids], reopened: [...]}."""
     run = ClashRun.objects.select_related("test").filter(pk=run_id).first()
     done = {"resolved": [], "reopened": []}
@@ -403,12 +404,13 @@ def clash_run_settle_issues(run_id: str) -> dict:
             if link.last_run is not None and (link.last_run_id == run.pk or link.last_run.created_at > run.created_at):
                 continue
             present = [clash_id for clash_id in link.clash_ids if statuses.get(clash_id) in PRESENT]
+            back = [clash_id for clash_id in present if statuses[clash_id] == Clash.Status.NEW]  # gone in the run before, here again
             named = f"clash run {run.pk} of test \"{run.test.name}\""
             if not present and link.issue.status != Issue.Status.RESOLVED:
                 _set_status(link, Issue.Status.RESOLVED, SYSTEM_SIGNATURE, f"Resolved by {named}: its clashes are gone ({_status_words(link, statuses)}).")
                 done["resolved"].append(link.issue_id)
-            elif present and link.issue.status == Issue.Status.RESOLVED:
-                _set_status(link, Issue.Status.OPEN, SYSTEM_SIGNATURE, f"Reopened by {named}: {', '.join(present)} present again ({_status_words(link, statuses)}).")
+            elif back and link.issue.status == Issue.Status.RESOLVED:  # an issue a person resolved while its clash stays is left so
+                _set_status(link, Issue.Status.OPEN, SYSTEM_SIGNATURE, f"Reopened by {named}: {', '.join(back)} present again ({_status_words(link, statuses)}).")
                 done["reopened"].append(link.issue_id)
             _applied(link, run)
     return done

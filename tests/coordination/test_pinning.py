@@ -223,3 +223,20 @@ def test_a_pin_that_would_create_many_issues_needs_confirm_and_counts_only_new_o
     assert counts(pin(api, fed, run, {"per": "group", "group": "storey"})) == {"created": 1, "reopened": 0, "resolved": 0, "unchanged": 0}
     assert counts(pin(api, fed, run, {"per": "clash", "confirm": True}))["created"] == 3
     assert counts(pin(api, fed, run, {"per": "clash"})) == {"created": 0, "reopened": 0, "resolved": 0, "unchanged": 3}  # none new: no confirm
+
+
+def test_an_issue_a_person_resolved_while_its_clash_stays_is_not_reopened_until_the_clash_comes_back(api, fed):
+    first = run_test(fed["test"])
+    pin(api, fed, first)
+    accepted = issue_of(fed, D1, B1)
+    Issue.objects.filter(pk=accepted.pk).update(status="resolved")  # closed by a person; the clash is still there
+    run_test(fed["test"])  # active: nothing came back
+    accepted.refresh_from_db()
+    assert (accepted.status, accepted.comments.count()) == ("resolved", 0)
+
+    move_duct(fed["services"], DUCT_D1_LOWERED)
+    run_test(fed["test"])
+    move_duct(fed["services"], DUCT_D1_CROSSING)  # gone, then back: new in this run
+    back = run_test(fed["test"])
+    accepted.refresh_from_db()
+    assert accepted.status == "open" and back.id in accepted.comments.last().text
