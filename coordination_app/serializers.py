@@ -1,5 +1,7 @@
 """The API shapes of coordination (camelCase, as issue 34's interface has them): clash tests, runs, clashes."""
 
+import math
+
 from rest_framework import serializers
 
 from api.fields import StrictCharField
@@ -14,12 +16,24 @@ class ClashSetField(serializers.JSONField):
     a.models, b.classes ...)."""
 
 
+class MetresField(serializers.FloatField):
+    """A length in metres: a finite number >= 0; a JSON boolean is no number (DRF's FloatField takes true as 1.0)."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        value = super().to_internal_value(data)
+        if not math.isfinite(value):
+            self.fail("invalid")
+        return value
+
+
 class ClashTestPutSerializer(serializers.Serializer):
     a = ClashSetField()
     b = ClashSetField(required=False, allow_null=True, default=None)
     type = serializers.ChoiceField(choices=ClashTest.Kind.values, required=False, default=ClashTest.Kind.HARD)
-    tolerance = serializers.FloatField(required=False, default=0.01, min_value=0)
-    distance = serializers.FloatField(required=False, default=0.0, min_value=0)
+    tolerance = MetresField(required=False, default=0.01, min_value=0)
+    distance = MetresField(required=False, default=0.0, min_value=0)
     automatic = serializers.BooleanField(required=False, default=False)
 
 

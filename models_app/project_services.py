@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from filelock import ReadWriteLock, Timeout
 
 from accounts_app.audit import audit_record
-from accounts_app.policy import require
+from accounts_app.policy import require, visible_project_ids
 from accounts_app.roles import Capability
 from api.principal import Principal
 from core import cancellation
@@ -90,17 +90,18 @@ def project_add_model(project: Project, model: IfcModel, discipline: str = "") -
 def project_model_upload(*, uploaded_file, project_id: str = "", discipline: str = "", by: Principal | None = None) -> IfcModel:
     """POST /models: an uploaded IFC stored and queued for conversion; with a project id, linked to that project
     (with its discipline, marker written) in the same step, all or nothing. The caller needs edit on the project; an
-    unknown project is 40001 naming projectId (a body field), one the caller may not see 40400, as a hidden one."""
+    unknown project is 40001 naming projectId (a body field) for a caller who may see every project; for any other
+    caller an unknown project is 40400, as one it may not see, so that the answer tells no project's existence."""
     if not project_id:
         if discipline:
             raise Invalid("discipline: a discipline is given with projectId (it is the model's discipline in that project)")
         return model_upload(uploaded_file=uploaded_file, by=by)
     scope = project_scope(project_id)
+    if by is not None and (scope.exists or visible_project_ids(by) is not None):
+        require(by, Capability.EDIT, scope)  # unknown or hidden: the same 40400, unless the caller sees every project
     project = Project.objects.filter(pk=project_id).first() if scope.exists else None  # not one in the trash
     if project is None:
         raise Invalid(f"projectId: project {project_id!r} not found")
-    if by is not None:
-        require(by, Capability.EDIT, scope)
     return model_upload(uploaded_file=uploaded_file, by=by, link=lambda model: project_add_model(project, model, discipline))
 
 
