@@ -162,7 +162,7 @@ export class CoordinationPanel {
     this.current = null;
     clearTimeout(this.timer);
     this.empty.hidden = Boolean(projectId);
-    this.body.hidden = !projectId;
+    this.body.hidden = true; // shown once the project's models are known (the test form lists them)
     this.results.hidden = true;
     this.form.hidden = true;
     if (!projectId) {
@@ -170,7 +170,9 @@ export class CoordinationPanel {
       return;
     }
     await Promise.all([this.loadModels(), this.loadTests()]);
+    if (this.projectId !== projectId) return;
     this.renderRun();
+    this.body.hidden = false;
   }
 
   async loadModels() {

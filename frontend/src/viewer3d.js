@@ -8,7 +8,7 @@
 // A project's models can be shown together (federated): each its own model of the same loader, placed by its
 // model -> project matrix; entity ids stay GlobalIds (unique across models), and each entity knows its model.
 import {
-  BCFViewpointsPlugin, ContextMenu, DirLight, DistanceMeasurementsMouseControl, DistanceMeasurementsPlugin, NavCubePlugin, PointerLens,
+  BCFViewpointsPlugin, ContextMenu, DistanceMeasurementsMouseControl, DistanceMeasurementsPlugin, NavCubePlugin, PointerLens,
   Mesh, PhongMaterial, ReadableGeometry, SectionPlanesPlugin, StoreyViewsPlugin, Viewer, XKTDefaultDataSource, XKTLoaderPlugin,
   buildSphereGeometry, math,
 } from "@xeokit/xeokit-sdk";
@@ -25,11 +25,6 @@ const CLIPPING_REVERSED = true;
 // the two elements of a clash: set A's and set B's colour
 export const CLASH_COLOURS = { a: [0.85, 0.2, 0.15], b: [0.15, 0.45, 0.9] };
 const CLASH_POINT_COLOUR = [1.0, 0.85, 0.0];
-// the directional lights while a turned model is on screen: in view space (see useViewSpaceLights)
-const VIEW_SPACE_LIGHTS = [
-  { dir: [0.6, -0.5, -0.6], color: [0.67, 0.67, 1.0], intensity: 0.5 },
-  { dir: [0.3, -0.9, -0.3], color: [1, 1, 0.9], intensity: 0.5 },
-];
 
 // The conversion turned IFC's Z-up (x, y, z) into the XKT's Y-up (x, z, -y): C = rows (1 0 0), (0 0 1), (0 -1 0).
 export function yUpPoint([x, y, z]) {
@@ -47,12 +42,6 @@ export function yUpMatrix(matrix) {
     out[c * 4 + r] = sum;
   }
   return out;
-}
-
-// a matrix that only moves (no turn, no scale)
-function isTranslation(matrix) {
-  const identity = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0];
-  return identity.every((value, index) => Math.abs(matrix[index] - value) < 1e-9);
 }
 
 function editableTarget(target) {
@@ -178,7 +167,6 @@ export class ModelView {
       model.on("error", (message) => resolve({ modelId: entry.modelId, error: String(message) }));
     }));
     this.model = models.values().next().value || null;
-    this.useViewSpaceLights(entries.some((entry) => !isTranslation(yUpMatrix(entry.matrix))));
     const failed = (await Promise.all(loads)).filter(Boolean);
     if (this.federated !== models) return failed; // unloaded or replaced meanwhile
     for (const { modelId } of failed) { models.get(modelId).destroy(); models.delete(modelId); }
@@ -190,21 +178,6 @@ export class ModelView {
     const shown = entries.filter((entry) => models.has(entry.modelId)).map((entry) => ({ id: entry.modelId, label: entry.label }));
     this.emit({ type: "loaded", modelId: this.model.id, models: shown });
     return failed;
-  }
-
-  // xeokit 2.6 turns a world-space light by the matrix of the model it lights (a layer's view matrix holds the
-  // model's rotation), so a turned model would be lit from elsewhere than its neighbours and the same face shaded
-  // differently in two models. While a turned model is on screen, the directional lights are view-space ones (they
-  // go with the camera, and light every model alike); the scene's own world-space lights come back after.
-  useViewSpaceLights(on) {
-    const scene = this.viewer.scene;
-    if (Boolean(this.worldLights) === on) return;
-    const directional = Object.values(scene.lights).filter((light) => light.type === "dir");
-    if (on) this.worldLights = directional.map((light) => ({ dir: Array.from(light.dir), color: Array.from(light.color), intensity: light.intensity, space: light.space }));
-    for (const light of directional) light.destroy();
-    const configs = on ? VIEW_SPACE_LIGHTS.map((light) => ({ ...light, space: "view" })) : this.worldLights;
-    for (const config of configs) new DirLight(scene, config);
-    if (!on) this.worldLights = null;
   }
 
   // the ids of the models on screen (one, or a project's models)
@@ -310,7 +283,6 @@ export class ModelView {
     if (this.federated) for (const model of this.federated.values()) model.destroy();
     else if (this.model) this.model.destroy();
     this.federated = null;
-    this.useViewSpaceLights(false);
     this.model = null;
     this.picked = null;
     this.diff = null;

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pytest
 
-from tests.browser.conftest import canvas_png, changed_fraction, wait_model_open
+from tests.browser.conftest import canvas_png, changed_fraction, data_url, wait_model_open
 from tests.e2e.stack import ROOT
 
 pytestmark = pytest.mark.e2e
@@ -23,6 +23,19 @@ BOX_B = {"corner": (0, -2, 0), "size": (1, 2, 3), "eastings": 1010.0, "northings
 # the box in the project frame (origin: A's map conversion, whole metres), Z up, as xeokit's Y-up world box
 # [xmin, ymin, zmin, xmax, ymax, zmax]: IFC (x, y, z) is shown at (x, z, -y)
 BOX_IN_VIEW = [10, 0, -6, 12, 3, -5]
+
+
+# fraction of the pixels drawn (differing from the empty canvas `e` by more than 8) in exactly one of `a` and `b`
+COVERAGE_DIFFERENCE_JS = """async ([e, a, b]) => {
+  const read = async (src) => { const image = new Image(); image.src = src; await image.decode();
+    const c = document.createElement("canvas"); c.width = image.width; c.height = image.height;
+    const x = c.getContext("2d"); x.drawImage(image, 0, 0); return x.getImageData(0, 0, c.width, c.height).data; };
+  const [empty, first, second] = [await read(e), await read(a), await read(b)];
+  const drawn = (p, i) => Math.abs(p[i] - empty[i]) + Math.abs(p[i + 1] - empty[i + 1]) + Math.abs(p[i + 2] - empty[i + 2]) > 8;
+  let differing = 0;
+  for (let i = 0; i < empty.length; i += 4) if (drawn(first, i) !== drawn(second, i)) differing++;
+  return differing / (empty.length / 4);
+}"""
 
 
 def route_missing(name: str) -> str | None:
@@ -133,8 +146,9 @@ def test_two_models_placed_by_map_conversion_meet_at_the_same_pixels(page, web_s
     page.evaluate("() => { const s = viewerApp.view3d.viewer.scene; s.setObjectsVisible(s.objectIds, false); }")
     empty = canvas_png(page)
     assert changed_fraction(page, empty, only_a) > 0.01, "box A draws on the canvas"
-    assert changed_fraction(page, only_a, only_b) < 0.002, "the two boxes cover the same pixels"
-    assert changed_fraction(page, both, only_a) < 0.002
+    # the same pixels covered (xeokit 2.6 shades a turned model's faces as if it were not turned: colours may differ)
+    assert page.evaluate(COVERAGE_DIFFERENCE_JS, [data_url(empty), data_url(only_a), data_url(only_b)]) < 0.002
+    assert page.evaluate(COVERAGE_DIFFERENCE_JS, [data_url(empty), data_url(only_a), data_url(both)]) < 0.002
 
     # isolating a model shows it alone; X-ray applies to the whole model
     page.evaluate("() => { const s = viewerApp.view3d.viewer.scene; s.setObjectsVisible(s.objectIds, true); }")
@@ -169,6 +183,7 @@ def test_the_coordination_tab_runs_a_clash_test_and_shows_a_clash(page, web_stac
     a, b = boxes["a"], boxes["b"]
     open_project(page, web_stack, boxes["projectId"])
     page.click("[data-tab=coordination]")
+    page.locator("[data-testid=coord-model]").first.wait_for()
     page.click("[data-testid=coord-test-new]")
     form = page.locator("[data-testid=coord-form]")
     form.locator("[data-testid=coord-form-name]").fill("arc-vs-str")
@@ -186,6 +201,7 @@ def test_the_coordination_tab_runs_a_clash_test_and_shows_a_clash(page, web_stac
     page.locator("[data-testid=coord-run-status][data-status=done]").wait_for(timeout=120_000)
     assert "new 1" in page.locator("[data-testid=coord-run-summary]").inner_text()
     clash = page.locator("[data-testid=coord-clash]")
+    clash.first.wait_for()  # listed once the run's clashes are loaded, after its summary
     assert clash.count() == 1
     clash_id = clash.get_attribute("data-clash-id")
     page.shot("clash-listed")
