@@ -443,7 +443,7 @@ def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, fa
 def _no_cycle_collection():
     """Python's cycle collector paused while specifications are evaluated: the evaluation allocates many small
     objects (keys, outcomes, wrappers) and makes no cycles worth collecting, and each full collection walks the
-    whole index again (the longer the check, the larger it is); one collection afterwards."""
+    whole index again (the longer the check, the larger it is)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -451,7 +451,6 @@ def _no_cycle_collection():
     finally:
         if enabled:
             gc.enable()
-        gc.collect()
 
 
 def check_model(

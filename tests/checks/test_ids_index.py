@@ -146,12 +146,10 @@ def test_the_warm_check_process_serves_several_checks(tmp_path):
 
 def test_a_check_past_its_time_limit_is_stopped_and_the_zygote_serves_the_next(tmp_path):
     limits = ConversionLimits()
-    big = tmp_path / "big.ifc"
-    ifc = _walls(1500, ["REI60", "REI30", "EI30"])
-    ifc.write(str(big))
     job = {"ids": [{"name": "fire.ids", "content": FIRE_IDS}], "overrides": None}
-    (tmp_path / "slow").mkdir()
-    slow = runner.run_check_process(ifc_path=big, job=job, work_dir=tmp_path / "slow", timeout_seconds=0.05, limits=limits, on_progress=lambda *_: None)
+    (tmp_path / "slow").mkdir()  # reading duplex alone takes longer than 20 ms
+    slow = runner.run_check_process(ifc_path=sample("duplex.ifc"), job=job, work_dir=tmp_path / "slow", timeout_seconds=0.02, limits=limits,
+                                    on_progress=lambda *_: None)
     assert not slow.ok and "time limit" in slow.error and slow.repeatable
     (tmp_path / "next").mkdir()
     following = runner.run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=job, work_dir=tmp_path / "next", timeout_seconds=120,
