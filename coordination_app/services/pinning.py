@@ -41,6 +41,7 @@ from issues_app.services import comment_add, issue_create, issue_update
 from issues_app.services.viewpoints import union_bounds
 from issues_app.viewpoints import IFC_GUID_RE, clean_viewpoint
 from models_app.federation import project_placements
+from models_app.selectors import project_of_model
 
 TOPIC_NAMESPACE = uuid.UUID("b6a7f0c4-3f55-4d0e-9a0c-6c2f1e8d4a91")
 TOPIC_TYPE = "Clash"
@@ -300,6 +301,15 @@ def _existing_link(topic_guid: str, per: str, pin: Pin, links: list[ClashIssue])
     return None
 
 
+def _models_still_in_project(run: ClashRun, project_id: str) -> None:
+    """Conflict when a model the run clashed has left the test's project since: its issues would be written into
+    another project's model (where the caller may have no role)."""
+    for entry in run.model_versions:
+        if project_of_model(entry["modelId"]) != project_id:
+            raise Conflict(f"model {entry['modelId']} of run {run.pk} is no longer in project {project_id}: "
+                           "its clashes cannot be pinned here; change the test and run it again")
+
+
 def _refuse_flood(new: int, per: str) -> None:
     """Invalid (40001 naming confirm, data {issues, confirmAbove}) when a pin would create more than PIN_CONFIRM_ABOVE
     issues without the caller's confirmation."""
@@ -326,6 +336,7 @@ def clash_run_pin_issues(*, project_id: str, name: str, run_id: str, per: str = 
     if run.staged:
         raise Conflict(f"run {run.pk} ran on a staged product: its clashes are not recorded, so they cannot be pinned")
     test = run.test
+    _models_still_in_project(run, test.project_id)
     clashes = present_facts(run, approved=False)
     pins = _pins(clashes, per, group)
     placements = project_placements(test.project_id) if pins else {}

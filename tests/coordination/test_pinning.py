@@ -240,3 +240,14 @@ def test_an_issue_a_person_resolved_while_its_clash_stays_is_not_reopened_until_
     back = run_test(fed["test"])
     accepted.refresh_from_db()
     assert accepted.status == "open" and back.id in accepted.comments.last().text
+
+
+def test_a_run_whose_model_left_the_project_pins_nothing(api, fed):
+    from models_app.models import Project, ProjectModel
+
+    run = run_test(fed["test"])
+    annex = Project.objects.create(title="Annex", kind="ifc")
+    ProjectModel.objects.filter(model=fed["services"]).update(project=annex)  # the issues would live in Annex's model
+    refused = pin(api, fed, run, status=409)
+    assert refused["code"] == 40900 and f"model {fed['services'].id} of run {run.id} is no longer in project" in refused["message"]
+    assert not Issue.objects.exists() and not ClashIssue.objects.exists()
