@@ -25,6 +25,7 @@ class FakeEditService:
         self.status, self.body, self.delay, self.headers = 200, {"ok": True}, 0.0, {}
         self.received = []
         self.received_headers = []
+        self.peers = []  # the client address of each request: one per connection the gateway opened
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -32,6 +33,7 @@ class FakeEditService:
                 length = int(self.headers.get("Content-Length") or 0)
                 fake.received.append((self.command, self.path, self.rfile.read(length).decode()))
                 fake.received_headers.append(dict(self.headers))
+                fake.peers.append(self.client_address)
                 time.sleep(fake.delay)
                 payload = fake.body if isinstance(fake.body, bytes) else json.dumps(fake.body).encode()
                 self.send_response(fake.status)
