@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from django.core.exceptions import DisallowedHost, RequestDataTooBig
+from django.core.exceptions import DisallowedHost, RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.http import Http404, HttpResponse, JsonResponse
 from rest_framework import exceptions
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -31,6 +31,7 @@ from core.errors import (
     UNAUTHORIZED,
     UPSTREAM,  # noqa: F401
     ApplicationError,
+    Invalid,
     TooLarge,
 )
 from api.host_paths import neutral_paths, neutral_paths_in_json
@@ -97,6 +98,8 @@ def envelope_exception_handler(exc, context):
         exc = exceptions.NotFound()
     elif isinstance(exc, RequestDataTooBig):
         exc = TooLarge("request body exceeds the size limit of this route")
+    elif isinstance(exc, (TooManyFieldsSent, TooManyFilesSent)):  # a query string or form of thousands of fields: the caller's error
+        exc = Invalid(f"the request has too many query or form fields ({exc})")
     if not isinstance(exc, (ApplicationError, exceptions.APIException)):
         logger.exception("unhandled error in %s", context.get("view"))
         response = Response(envelope(None, INTERNAL, "internal server error"), status=500)

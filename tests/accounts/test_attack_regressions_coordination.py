@@ -332,3 +332,14 @@ def test_a_session_without_the_csrf_token_changes_nothing(two_teams):
     response = browser.delete(f"{clash_tests_at(t['tower'])}/t", headers={"Origin": "https://evil.example"})
     assert response.status_code == 403
     assert list(ClashTest.objects.filter(project=t["tower"]).values_list("name", flat=True)) == ["t"]
+
+
+def test_a_query_string_of_thousands_of_fields_is_40001_not_500(two_teams):
+    """Django refuses more than DATA_UPLOAD_MAX_NUMBER_FIELDS (TooManyFieldsSent) when the view reads the query;
+    the envelope's handler answered it as an unhandled error (500)."""
+    from urllib.parse import urlencode
+
+    t = two_teams
+    run_url = f"{clash_tests_at(t['tower'])}/t/runs/{t['tower_run'].id}"
+    response = signed_in(t["people"]["viewer"]).get(f"{run_url}/clashes?" + urlencode({f"p{index}": "x" for index in range(5000)}))
+    assert (response.status_code, code_of(response)) == (400, 40001), response.content[:200]
