@@ -32,12 +32,14 @@ from coordination_app.services.pinning import (
 from issues_app import bcf
 from models_app.federation import project_placements
 from models_app.models import IfcModel
-from models_app.selectors import project_get
+from models_app.selectors import project_get, project_model_ids
 
 
 def _header_files(run: ClashRun) -> list[dict]:
     """The run's models (their versions) as the external files of each topic's header."""
-    names = dict(IfcModel.objects.filter(pk__in=[m["modelId"] for m in run.model_versions]).values_list("id", "name"))
+    # only the project's models are named: one that left it since the run is another project's (or its uploader's) now
+    names = dict(IfcModel.objects.filter(pk__in=[m["modelId"] for m in run.model_versions], project_link__project_id=run.test.project_id)
+                 .values_list("id", "name"))
     return [
         {"filename": f"{names.get(m['modelId']) or m['modelId']} ({m.get('version') or 'current'})", "reference": m["modelId"], "date": None}
         for m in run.model_versions
@@ -61,7 +63,8 @@ def clash_run_report_bcf(*, project_id: str, name: str, run_id: str):
     run = done_run(clash_run_get(project_id, name, run_id))
     clashes = present_facts(run)
     placements = project_placements(run.test.project_id) if clashes else {}
-    bounds = clash_bounds(clashes)
+    own = set(project_model_ids(run.test.project_id))  # a model that left the project: its current files are not read
+    bounds = clash_bounds([facts for facts in clashes if {facts.a.model_id, facts.b.model_id} <= own])
     header = _header_files(run)
     handle = tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR)
     try:

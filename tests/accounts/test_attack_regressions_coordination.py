@@ -343,3 +343,29 @@ def test_a_query_string_of_thousands_of_fields_is_40001_not_500(two_teams):
     run_url = f"{clash_tests_at(t['tower'])}/t/runs/{t['tower_run'].id}"
     response = signed_in(t["people"]["viewer"]).get(f"{run_url}/clashes?" + urlencode({f"p{index}": "x" for index in range(5000)}))
     assert (response.status_code, code_of(response)) == (400, 40001), response.content[:200]
+
+
+def test_a_new_run_over_a_model_that_left_the_project_is_refused(two_teams):
+    t = two_teams
+    ProjectModel.objects.filter(model=t["tower_models"][0]).update(project=t["annex"])
+    rita = signed_in(t["people"]["reviewer"])
+    error(post(rita, f"{clash_tests_at(t['tower'])}/t/runs", {}), 409, 40900)
+    assert not ClashRun.objects.filter(status="queued").exists()
+
+
+def test_the_report_of_an_old_run_tells_nothing_of_a_model_now_in_another_project(two_teams):
+    """report.bcfzip names each model of the run by its current name (and bounds its elements by its current files):
+    after the model moved to Annex and Annex renamed it, a viewer of Tower read Annex's name for it."""
+    import zipfile
+
+    t = two_teams
+    moved = t["tower_models"][0]
+    ProjectModel.objects.filter(model=moved).update(project=t["annex"])
+    IfcModel.objects.filter(pk=moved.pk).update(name="annex-secret-tender.ifc")
+    response = signed_in(t["people"]["viewer"]).get(f"{clash_tests_at(t['tower'])}/t/runs/{t['tower_run'].id}/report.bcfzip")
+    if response.status_code == 200:
+        archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+        text = b"".join(archive.read(name) for name in archive.namelist())
+        assert b"annex-secret-tender" not in text, "the report names a model of another project by its current name"
+    else:
+        assert response.status_code == 409, response.content[:200]
