@@ -369,3 +369,18 @@ def test_the_report_of_an_old_run_tells_nothing_of_a_model_now_in_another_projec
         assert b"annex-secret-tender" not in text, "the report names a model of another project by its current name"
     else:
         assert response.status_code == 409, response.content[:200]
+
+
+@pytest.mark.parametrize("method, tail", [("POST", "t/runs"), ("PUT", "x"), ("DELETE", "t"), ("PATCH", "t/runs/r_0000000000000000/clashes/c_0000000000000000")])
+def test_the_edge_refuses_a_cross_site_change_of_clash_tests_before_the_body(two_teams, method, tail):
+    """A page of another site may send a simple POST with the session cookie; the gateway's edge refuses any change
+    from an Origin that is neither its own nor in corsOrigins (viewer_gateway/edge.py), before a body byte is read."""
+    from serving.daphne import RequestHead
+    from viewer_gateway.server import header_check
+
+    path = f"{clash_tests_at(two_teams['tower'])}/{tail}"
+    head = RequestHead(method, path, {"host": "testserver", "origin": "https://evil.example", "content-type": "text/plain",
+                                      "cookie": "sessionid=x", "content-length": "2"}, "127.0.0.1", "http")
+    assert header_check(head) is not None, f"the edge let a cross-site {method} {path} through"
+    head = RequestHead(method, path, {"host": "testserver", "origin": "null", "content-type": "text/plain", "content-length": "2"}, "127.0.0.1", "http")
+    assert header_check(head) is not None, "an opaque origin (sandboxed iframe) was let through"

@@ -295,3 +295,47 @@ def test_a_new_uuid_topic_is_not_visible_from_another_project_through_events(tea
     events = answer(tower.clients["olga"], "GET", f"{tower.base}/topics/comments/events")
     assert all(event.get("comment_guid") != teams["comment"]["guid"] for event in events)
     assert uuid.UUID(teams["topic"]["guid"]) and annex.project.id != tower.project.id
+
+
+def test_the_consent_page_escapes_the_clients_name_and_the_state(teams):
+    hostile = register_client('<script>alert("name")</script>')
+    browser = signed_in_browser("olga")
+    page = browser.get(authorize_url(hostile, state='"><script>alert("state")</script>'))
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "<script>alert(" not in text, "the consent page put a client's name or the state into the page unescaped"
+
+
+def test_a_code_is_not_exchanged_for_another_redirect_uri_or_a_wider_scope(teams):
+    desktop = register_client()
+    code = code_from(consent(signed_in_browser("olga"), desktop, scope="read"))
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": "http://localhost:8080/other"}
+    assert token_request_form(form, desktop.basic).status_code in (400, 401)
+    code = code_from(consent(signed_in_browser("olga"), desktop, scope="read"))
+    tokens = exchange(desktop, code, scope="read write")
+    if tokens.status_code == 200:
+        assert "write" not in tokens.json()["scope"].split(), tokens.json()
+
+
+def test_a_bcf_project_name_of_the_wrong_type_or_size_is_400(teams):
+    tower = teams["tower"]
+    olga = tower.clients["olga"]
+    for body in ({"name": 7}, {"name": None}, {"name": "x" * 100_000}, {"name": ""}, ["name"]):
+        response = olga.put(tower.base, json.dumps(body), content_type="application/json")
+        assert response.status_code == 400, (str(body)[:40], response.status_code, response.content[:200])
+    tower.project.refresh_from_db()
+    assert tower.project.title == "Tower"
+    response = olga.put(tower.base, json.dumps({"name": "ok", "project_id": teams["annex"].project.id}), content_type="application/json")
+    assert response.status_code == 400 or response.json()["project_id"] == tower.project.id  # a read-only field: refused or ignored
+    teams["annex"].project.refresh_from_db()
+    assert teams["annex"].project.title == "Tower"  # Annex's own title (make_team names every project Tower), untouched
+
+
+def test_another_reviewers_comment_cannot_be_changed_or_deleted(teams):
+    tower = teams["tower"]
+    olga, rita = tower.clients["olga"], tower.clients["rita"]
+    topic = answer(rita, "POST", f"{tower.base}/topics", {"title": "t"}, status=201)
+    comment = answer(olga, "POST", f"{tower.base}/topics/{topic['guid']}/comments", {"comment": "owner's word"}, status=201)
+    send(rita, "PUT", f"{tower.base}/topics/{topic['guid']}/comments/{comment['guid']}", {"comment": "forged"}, status=403)
+    send(rita, "DELETE", f"{tower.base}/topics/{topic['guid']}/comments/{comment['guid']}", status=403)
+    assert answer(olga, "GET", f"{tower.base}/topics/{topic['guid']}/comments/{comment['guid']}")["comment"] == "owner's word"
