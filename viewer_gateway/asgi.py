@@ -1,13 +1,17 @@
 """The gateway's ASGI application: Django for HTTP, and a refusal for every WebSocket (the gateway serves none).
 
 Django's handler runs each request inside its own ThreadSensitiveContext, which owns a thread for the request's
-synchronous parts (the middleware chain, signal receivers) until the response is fully sent. For an event stream
+synchronous parts (the middleware chain, signal receivers) until the response is fully sent. Left to itself it
+starts a new thread per request, and with it a new database connection (Django's are per thread): 1-2 ms per
+request. Here each request gets an idle thread of the gateway's own (RequestThreads), so its connection stays open
+across requests (CONN_MAX_AGE), as in a threaded WSGI server; a request still has its thread to itself. For an event stream
 that is a thread held for as long as the stream stays open, so streams are handled without that context: their short
 synchronous parts share one thread, and the stream itself is an async generator on the event loop (chat_app/stream.py).
 """
 
 import asyncio
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "viewer_gateway.settings")
 
@@ -15,10 +19,43 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
+from asgiref.sync import ThreadSensitiveContext  # noqa: E402
+
 from chat_app.lifecycle import bind_server_loop  # noqa: E402 - after Django is set up
 from viewer_gateway.edge import route_name, trusted_scope  # noqa: E402
 
 EVENT_STREAM_ROUTES = frozenset({"chat-events"})
+
+
+def _close_connections() -> None:
+    from django.db import connections
+
+    connections.close_all()  # the calling thread's
+
+
+class RequestThreads:
+    """Single-thread executors kept between requests: one request at a time on each, at most MAX_IDLE kept idle (a
+    burst's extra threads close their database connections and end). Used from the event loop only."""
+
+    MAX_IDLE = 16
+
+    def __init__(self):
+        self._idle: list[ThreadPoolExecutor] = []
+
+    async def run(self, app, scope, receive, send):
+        executor = self._idle.pop() if self._idle else ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+        try:
+            async with ThreadSensitiveContext(executor=executor):  # Django's own context inside defers to this one
+                return await app(scope, receive, send)
+        finally:
+            if len(self._idle) < self.MAX_IDLE:
+                self._idle.append(executor)
+            else:
+                executor.submit(_close_connections)
+                executor.shutdown(wait=False)
+
+
+request_threads = RequestThreads()
 
 
 async def refuse_websocket(scope, receive, send):
@@ -43,4 +80,4 @@ async def application(scope, receive, send):
         return await refuse_websocket(scope, receive, send)
     if scope["type"] == "http" and _is_event_stream(scope):
         return await django_asgi_app.handle(scope, receive, send)  # without a ThreadSensitiveContext, see above
-    return await django_asgi_app(scope, receive, send)
+    return await request_threads.run(django_asgi_app, scope, receive, send)
