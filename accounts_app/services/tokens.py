@@ -53,7 +53,10 @@ def token_owner(principal: Principal, http_request, *, username: str = "", passw
 
 
 def token_create(by: Principal, owner, *, name: str, scope: str, expires_at=None) -> tuple[ApiToken, str]:
-    """A new token of `owner` and its secret, which nobody can read again. A read-only token makes no write token."""
+    """A new token of `owner` and its secret, which nobody can read again. A read-only token makes no write token; an
+    OAuth2 client's access token makes none at all (it would outlive the client's consent, its revoke and its app)."""
+    if by.via == Via.OAUTH:
+        raise Forbidden("an OAuth2 client's access token cannot make personal tokens: sign in, or use a personal token")
     if by.read_only and by.user_id == owner.pk and scope == ApiToken.Scope.WRITE:
         raise Forbidden("a read-only token cannot make a write token")
     if expires_at is not None and expires_at <= timezone.now():

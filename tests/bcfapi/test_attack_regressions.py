@@ -339,3 +339,26 @@ def test_another_reviewers_comment_cannot_be_changed_or_deleted(teams):
     send(rita, "PUT", f"{tower.base}/topics/{topic['guid']}/comments/{comment['guid']}", {"comment": "forged"}, status=403)
     send(rita, "DELETE", f"{tower.base}/topics/{topic['guid']}/comments/{comment['guid']}", status=403)
     assert answer(olga, "GET", f"{tower.base}/topics/{topic['guid']}/comments/{comment['guid']}")["comment"] == "owner's word"
+
+
+def test_an_oauth_token_cannot_mint_a_personal_token_that_outlives_it(teams):
+    """A BCF client's access token lives an hour and dies with its app or a revoke; a personal token it made would
+    keep the client in the account after both."""
+    desktop = register_client()
+    tokens = exchange(desktop, code_from(consent(signed_in_browser("olga"), desktop))).json()
+    client = as_bearer(tokens["access_token"])
+    response = client.post("/api/v1/auth/tokens", json.dumps({"name": "forever", "scope": "write"}), content_type="application/json")
+    body = response.json()
+    assert body["code"] != 0 or body["data"]["expiresAt"] is not None, "an OAuth access token minted a personal token that never expires"
+    if body["code"] == 0:
+        desktop.application.delete()
+        assert bearer(body["data"]["token"]).get("/api/v1/auth/me").status_code == 401, "the minted token outlived the deleted application"
+
+
+def test_an_oauth_token_does_not_reach_the_accounts_api_of_its_user(teams):
+    desktop = register_client()
+    tokens = exchange(desktop, code_from(consent(signed_in_browser("olga"), desktop))).json()
+    client = as_bearer(tokens["access_token"])
+    response = client.post("/api/v1/auth/password", json.dumps({"old": "correct horse battery staple", "new": "pwned pwned pwned"}),
+                           content_type="application/json")
+    assert response.status_code in (400, 401, 403), response.content[:200]
