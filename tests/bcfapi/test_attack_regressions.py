@@ -362,3 +362,22 @@ def test_an_oauth_token_does_not_reach_the_accounts_api_of_its_user(teams):
     response = client.post("/api/v1/auth/password", json.dumps({"old": "correct horse battery staple", "new": "pwned pwned pwned"}),
                            content_type="application/json")
     assert response.status_code in (400, 401, 403), response.content[:200]
+
+
+def test_an_oauth_token_of_an_owner_cannot_hand_the_project_to_another_account(teams):
+    """A BCF client acts on the BCF API for its user. Its token reached the whole REST API: with an owner's consent
+    it made the client's author an owner of the project (and could make share links), access that outlives the
+    token, a revoke and the deleted application."""
+    from accounts_app.models import ProjectMember
+    from tests.accounts.people import person
+
+    tower = teams["tower"]
+    intruder = person("mallory")
+    desktop = register_client()
+    tokens = exchange(desktop, code_from(consent(signed_in_browser("olga"), desktop))).json()
+    client = as_bearer(tokens["access_token"])
+    response = client.put(f"/api/v1/projects/{tower.project.id}/members/mallory", json.dumps({"role": "owner"}), content_type="application/json")
+    assert not ProjectMember.objects.filter(user=intruder).exists(), f"an OAuth client made another account an owner: {response.content[:200]}"
+    response = client.post(f"/api/v1/projects/{tower.project.id}/share-links", json.dumps({"expiresAt": "2099-01-01T00:00:00Z"}),
+                           content_type="application/json")
+    assert response.status_code in (401, 403, 404), response.content[:200]
