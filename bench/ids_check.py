@@ -3,7 +3,7 @@ against the engine before the index (ifctester's own validate under the same cor
 ifctester (the anchor), on the same files and the same IDS, in the same run, alternating, median of N; then a check
 as the worker runs it, in the warm sandboxed check process, and through the API (POST to done).
 
-    .venv/bin/python bench/ids_check.py [--repeat 3] [--storeys 105 --bays 30] [--ids FILE] [--no-api] [sample.ifc ...]
+    .venv/bin/python bench/ids_check.py [--repeat 3] [--storeys 105 --bays 30] [--ids FILE] [--no-api] [--tower-only] [sample.ifc ...]
     .venv/bin/python bench/ids_check.py --smoke     # IfcOpenHouse and a 2-storey tower, once: seconds
 
 Default files: the samples AC20-FZK-Haus.ifc, duplex.ifc and example.ifc of ../shared/ifc-samples, and a tower made
@@ -287,6 +287,7 @@ def main() -> None:
     parser.add_argument("--bays", type=int, default=30)
     parser.add_argument("--ids", type=Path, default=DEFAULT_IDS)
     parser.add_argument("--no-api", action="store_true", help="skip the check through the API (no stack is started)")
+    parser.add_argument("--tower-only", action="store_true", help="the generated tower only, no sample")
     parser.add_argument("--measure", nargs=3, metavar=("KIND", "IFC", "IDS"), help=argparse.SUPPRESS)
     parser.add_argument("samples", nargs="*", type=Path)
     parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_SAMPLE} and a 2-storey tower, once")
@@ -299,7 +300,7 @@ def main() -> None:
     import django
 
     django.setup()
-    samples = DEFAULT_SAMPLES
+    samples = () if args.tower_only else DEFAULT_SAMPLES
     if args.smoke:
         samples, args.repeat, args.storeys, args.bays = (SMOKE_SAMPLE,), 1, 2, 2
     with tempfile.TemporaryDirectory() as tmp:

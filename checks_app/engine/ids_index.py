@@ -266,14 +266,20 @@ class ModelIndex:
 
     def _pset_context(self, element):
         """(the type's property sets, the element's own) as [(name, definition)] in ifcopenshell's order, and the
-        first of each name of both, or None for an element whose property sets ifcopenshell reads another way
-        (types, materials, profiles)."""
+        first of each name of both (a material or profile definition: its extended property sets, no type), or None
+        for an element whose property sets ifcopenshell reads another way (types, IFC2X3 materials)."""
         element_id = element.id()
         if element_id in self.pset_contexts:
             return self.pset_contexts[element_id]
         context = None
-        if not (element.is_a("IfcTypeObject") or element.is_a("IfcMaterialDefinition") or element.is_a("IfcProfileDef")
-                or (self.ifc2x3 and element.is_a("IfcMaterial"))):
+        if element.is_a("IfcMaterialDefinition") or element.is_a("IfcProfileDef"):
+            if not self.ifc2x3:  # IFC4+: its own extended property sets, no type (IFC2X3 reads them another way)
+                own = [(definition.Name, definition) for definition in (getattr(element, "HasProperties", None) or ())]
+                own_first: dict = {}
+                for name, definition in own:
+                    own_first.setdefault(name, definition)
+                context = ([], own, {}, own_first)
+        elif not (element.is_a("IfcTypeObject") or (self.ifc2x3 and element.is_a("IfcMaterial"))):
             defined_by = getattr(element, "IsDefinedBy", None)
             if defined_by is not None:
                 element_type = self._type(element)
