@@ -1,10 +1,11 @@
 """Proxy overhead: GET script and GET versions through the gateway vs directly on the edit service, same run,
-alternating, one client (latency, not throughput).
+alternating, one client (latency, not throughput). Beside them, the gateway's own floor: GET of the model's record,
+a route that never calls the edit service, alternating with the rest (what any gateway request costs).
 
     .venv/bin/python bench/proxy.py [--requests 300]
     .venv/bin/python bench/proxy.py --smoke     # 5 requests per path: seconds
 
-Prints JSON with the median and p90 latency of both paths and the median overhead in ms (target < 5 ms).
+Prints JSON with the median and p90 latency of both paths and the median overhead in ms (goal <= 2 ms).
 """
 
 from __future__ import annotations
@@ -58,15 +59,18 @@ def main() -> None:
             }
             session = requests.Session()
             session.headers.update(stack.edit_headers)  # the direct calls need the service secret; the gateway ignores it
+            floor_url = f"{stack.url}/api/v1/models/{model_id}"
+            floor = []
             results = {}
             for name, (gateway_url, direct_url) in routes.items():
-                for url in (gateway_url, direct_url):  # warm-up: connections, caches
+                for url in (gateway_url, direct_url, floor_url):  # warm-up: connections, caches
                     for _ in range(20):
                         timed(session, url)
                 gateway, direct = [], []
                 for _ in range(args.requests):
                     gateway.append(timed(session, gateway_url))
                     direct.append(timed(session, direct_url))
+                    floor.append(timed(session, floor_url))
                 results[name] = {
                     "gateway": summary(gateway),
                     "direct": summary(direct),
@@ -75,7 +79,10 @@ def main() -> None:
                 }
         finally:
             stack.stop()
-    print(json.dumps({"requests": args.requests, "anchor": "the same call directly on the edit service", "results": results}, indent=2))
+    print(json.dumps({
+        "requests": args.requests, "anchor": "the same call directly on the edit service", "results": results,
+        "gatewayFloor": {"route": "GET /api/v1/models/{id} (no edit-service call)", **summary(floor)},
+    }, indent=2))
 
 
 if __name__ == "__main__":

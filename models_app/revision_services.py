@@ -36,9 +36,12 @@ def model_is_script_built(model: IfcModel) -> bool:
 
 
 def uses_revisions(model_id: str) -> bool:
-    """The model's versions are its uploaded revisions: it has some and no script took it over since."""
+    """The model's versions are its uploaded revisions: it has some and no script took it over since. The revisions
+    are asked first: most models have none, and then one query answers (this runs on every proxied versions call)."""
+    if not ModelRevision.objects.filter(model_id=model_id).exists():
+        return False
     model = IfcModel.objects.filter(pk=model_id).first()
-    return model is not None and ModelRevision.objects.filter(model=model).exists() and not model_is_script_built(model)
+    return model is not None and not model_is_script_built(model)
 
 
 def _refuse_script_built(model: IfcModel) -> None:
