@@ -311,6 +311,16 @@ def test_huge_query_strings_and_bad_filters_are_40001(two_teams):
 # --- pinning and reports over a model that left the project -------------------------------------------------------
 
 
+def test_pinning_an_old_run_does_not_write_issues_into_a_model_that_moved_to_another_project(two_teams):
+    """A done run's clashes name their models; a model taken out of Tower and put into Annex is Annex's now. Rita, a
+    reviewer of Tower only, pinned the old run: the issue was created in Annex's model, where she has no role."""
+    t = two_teams
+    moved = t["tower_models"][0]
+    ProjectModel.objects.filter(model=moved).update(project=t["annex"])
+    rita = signed_in(t["people"]["reviewer"])
+    response = post(rita, f"{clash_tests_at(t['tower'])}/t/runs/{t['tower_run'].id}/issues", {})
+    assert not Issue.objects.filter(model=moved).exists(), f"a reviewer of Tower wrote an issue into Annex's model: {response.content[:300]}"
+    assert response.status_code in (400, 409), response.content[:300]
 
 
 def test_the_federation_lists_only_the_projects_own_models(two_teams):
@@ -384,3 +394,18 @@ def test_the_edge_refuses_a_cross_site_change_of_clash_tests_before_the_body(two
     assert header_check(head) is not None, f"the edge let a cross-site {method} {path} through"
     head = RequestHead(method, path, {"host": "testserver", "origin": "null", "content-type": "text/plain", "content-length": "2"}, "127.0.0.1", "http")
     assert header_check(head) is not None, "an opaque origin (sandboxed iframe) was let through"
+
+
+def test_a_model_list_of_100k_ids_is_refused_quickly(two_teams):
+    import time
+
+    t = two_teams
+    ed = signed_in(t["people"]["editor"])
+    started = time.monotonic()
+    body = {"a": {"models": [f"m_{index:016x}" for index in range(100_000)]}}
+    response = post(ed, f"{clash_tests_at(t['tower'])}/x", body, method="put")
+    assert response.status_code in (400, 413), response.content[:200]
+    body = {"a": {"models": [t["tower_models"][0].id] * 100_000}}
+    response = post(ed, f"{clash_tests_at(t['tower'])}/y", body, method="put")
+    assert response.status_code in (200, 400, 413), response.content[:200]
+    assert time.monotonic() - started < 20
