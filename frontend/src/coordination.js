@@ -11,8 +11,9 @@
 // Defining and deleting tests needs the edit capability, running, cancelling, reviewing and pinning the review
 // capability (account.js hides those controls without it; the hints say why). Reading needs neither.
 import { rightsHint } from "./account.js";
+import { ApiError } from "./api.js";
 import { t } from "./i18n.js";
-import { guarded, h, replace, setText, toast } from "./ui.js";
+import { errorText, guarded, h, replace, setText, toast } from "./ui.js";
 import { CLASH_COLOURS } from "./viewer3d.js";
 
 const POLL_MS = 1000;
@@ -558,10 +559,25 @@ export class CoordinationPanel {
     setTimeout(() => URL.revokeObjectURL(link.href), 60_000);
   }
 
+  // more new issues than the server's threshold need confirm: the user is asked, with their count (40001 naming
+  // confirm, data {issues, confirmAbove}), and told that pinning per group makes fewer
   async pin() {
     const per = this.pinPer.value;
     const body = per === "group" ? { per, group: this.groupSelect.value || "by-proximity:1" } : { per };
-    const answer = await guarded(() => this.app.api.post(`${this.runPath()}/issues`, body), "Pinning the clashes failed");
+    const url = `${this.runPath()}/issues`;
+    let answer;
+    try {
+      answer = await this.app.api.post(url, body);
+    } catch (error) {
+      const count = error instanceof ApiError && error.data && error.data.field === "confirm" && error.data.issues;
+      if (!count) {
+        toast(`${t("Pinning the clashes failed")}: ${errorText(error)}`, "error");
+        return;
+      }
+      const advice = per === "group" ? t("A coarser grouping makes fewer.") : t("Pinning one issue per group makes fewer.");
+      if (!window.confirm(`${t("Pin {count} new issues?", { count })} ${advice}`)) return;
+      answer = await guarded(() => this.app.api.post(url, { ...body, confirm: true }), t("Pinning the clashes failed"));
+    }
     if (!answer) return;
     toast(PIN_KINDS.map((kind) => `${t(kind)} ${count(answer[kind])}`).join(" · "));
     this.app.issues.load();

@@ -428,6 +428,10 @@ const ZH = {
   "{count} of the clash's two elements are on screen (a model not shown, or an element gone)": "碰撞的两个构件中有 {count} 个在屏幕上（某模型未显示或构件已不存在）",
   "{name} has not run yet.": "{name} 尚未运行。",
   "BCF report": "BCF 报告",
+  "Pin {count} new issues?": "创建 {count} 个新问题？",
+  "Pinning one issue per group makes fewer.": "改为每组一个问题可以少建一些。",
+  "A coarser grouping makes fewer.": "更粗的分组可以少建一些。",
+  "Pinning the clashes failed": "创建问题失败",
 };
 
 const STORAGE_KEY = "viewerLanguage";

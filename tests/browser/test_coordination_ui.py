@@ -52,9 +52,9 @@ def route_missing(name: str) -> str | None:
     return None
 
 
-def boxed_model(path, *, corner, size, eastings, northings, abscissa=1.0, ordinate=0.0, name="Box") -> str:
-    """An IFC4 file in metres with one wall-shaped box (its corner at `corner` in the model's own frame) and a map
-    conversion (map unit: the project's, metres); returns the box's GlobalId."""
+def boxed_model(path, *, corner, size, eastings, northings, abscissa=1.0, ordinate=0.0, name="Box", copies=1, step=(0, 0, 0)) -> str:
+    """An IFC4 file in metres with `copies` wall-shaped boxes (the k-th's corner at `corner` + k * `step` in the model's
+    own frame) and a map conversion (map unit: the project's, metres); returns the first box's GlobalId."""
     from ifcopenshell.api import aggregate, context, geometry, georeference, root, spatial, unit
     from ifcopenshell.api import project as project_api
 
@@ -72,36 +72,42 @@ def boxed_model(path, *, corner, size, eastings, northings, abscissa=1.0, ordina
     aggregate.assign_object(model, relating_object=project, products=[site])
     aggregate.assign_object(model, relating_object=site, products=[building])
     aggregate.assign_object(model, relating_object=building, products=[storey])
-    box = root.create_entity(model, ifc_class="IfcWall", name=name)
     representation = geometry.add_wall_representation(model, context=body, length=size[0], height=size[2], thickness=size[1])
-    geometry.assign_representation(model, product=box, representation=representation)
-    placement = np.eye(4)
-    placement[:3, 3] = corner
-    geometry.edit_object_placement(model, product=box, matrix=placement, is_si=True)
-    spatial.assign_container(model, relating_structure=storey, products=[box])
+    boxes = [root.create_entity(model, ifc_class="IfcWall", name=name if k == 0 else f"{name} {k}") for k in range(copies)]
+    for k, box in enumerate(boxes):
+        geometry.assign_representation(model, product=box, representation=representation)
+        placement = np.eye(4)
+        placement[:3, 3] = np.add(corner, np.multiply(step, k))
+        geometry.edit_object_placement(model, product=box, matrix=placement, is_si=True)
+    spatial.assign_container(model, relating_structure=storey, products=boxes)
     model.write(str(path))
-    return box.GlobalId
+    return boxes[0].GlobalId
+
+
+def boxed_project(stack, folder, title, a, b) -> dict:
+    """A project (no skeleton model) with box models `a` (ARC) and `b` (STR) (boxed_model's keywords) uploaded into it:
+    {projectId, a, b} (a, b: {id, guid})."""
+    for name in ("project-federation",):
+        if missing := route_missing(name):
+            pytest.skip(missing)
+    project = stack.api("POST", "/api/v1/chat/projects", json={"title": title, "kind": "ifc", "skeleton": False}).json()["data"]
+    models = {}
+    for key, box, discipline in (("a", a, "ARC"), ("b", b, "STR")):
+        path = folder / f"{key}.ifc"
+        guid = boxed_model(path, name=f"{key.upper()} box", **box)
+        with open(path, "rb") as handle:
+            answer = stack.api("POST", "/api/v1/models", files={"file": (f"{key}.ifc", handle)},
+                               data={"projectId": project["projectId"], "discipline": discipline}).json()
+        assert answer["code"] == 0, answer
+        assert stack.wait_model(answer["data"]["id"])["status"] == "ready"
+        models[key] = {"id": answer["data"]["id"], "guid": guid}
+    return {"projectId": project["projectId"], **models}
 
 
 @pytest.fixture(scope="module")
 def boxes(web_stack, tmp_path_factory):
-    """A project (no skeleton model) with the two box models uploaded into it: {projectId, a, b} (a, b: {id, guid})."""
-    for name in ("project-federation",):
-        if missing := route_missing(name):
-            pytest.skip(missing)
-    folder = tmp_path_factory.mktemp("boxes")
-    project = web_stack.api("POST", "/api/v1/chat/projects", json={"title": "Boxes", "kind": "ifc", "skeleton": False}).json()["data"]
-    models = {}
-    for key, box, discipline in (("a", BOX_A, "ARC"), ("b", BOX_B, "STR")):
-        path = folder / f"{key}.ifc"
-        guid = boxed_model(path, name=f"{key.upper()} box", **box)
-        with open(path, "rb") as handle:
-            answer = web_stack.api("POST", "/api/v1/models", files={"file": (f"{key}.ifc", handle)},
-                                   data={"projectId": project["projectId"], "discipline": discipline}).json()
-        assert answer["code"] == 0, answer
-        assert web_stack.wait_model(answer["data"]["id"])["status"] == "ready"
-        models[key] = {"id": answer["data"]["id"], "guid": guid}
-    return {"projectId": project["projectId"], **models}
+    """A project with the two box models BOX_A and BOX_B (the same box on the map): see boxed_project."""
+    return boxed_project(web_stack, tmp_path_factory.mktemp("boxes"), "Boxes", BOX_A, BOX_B)
 
 
 def open_project(page, stack, project_id):
@@ -293,3 +299,32 @@ def test_a_model_of_a_project_opens_its_project_federated_from_the_tab(page, web
     assert page.evaluate("window.location.hash") == f"#project={boxes['projectId']}"
     assert page.locator("[data-testid=model-title]").inner_text() == "Boxes"
     page.locator("[data-testid=coord-open-federation]").wait_for(state="hidden")
+
+
+def test_pinning_more_clashes_than_the_threshold_asks_first(page, web_stack, clash_worker, tmp_path):
+    """26 thin boxes (A's map conversion) inside B's box: 26 clashes; per clash, the server asks for confirm (40001):
+    the tab asks the user with the count and the advice to pin per group; refused, nothing is pinned; agreed, all are."""
+    if missing := route_missing("clash-run-issues"):
+        pytest.skip(missing)
+    thin = {**BOX_A, "corner": (10.02, 5.2, 0.5), "size": (0.03, 0.5, 0.5), "copies": 26, "step": (0.07, 0, 0)}
+    many = boxed_project(web_stack, tmp_path, "Many boxes", thin, BOX_B)
+    project = many["projectId"]
+    web_stack.api("PUT", f"/api/v1/projects/{project}/clash-tests/many", json={"a": {"models": [many["a"]["id"]]}, "b": {"models": [many["b"]["id"]]}})
+    open_project(page, web_stack, project)
+    page.click("[data-tab=coordination]")
+    page.locator("[data-testid=coord-test][data-name=many] [data-testid=coord-test-run]").click()
+    page.locator("[data-testid=coord-run-status][data-status=done]").wait_for(timeout=120_000)
+    assert "new 26" in page.locator("[data-testid=coord-run-summary]").inner_text()
+    with page.expect_event("dialog") as asked:
+        page.click("[data-testid=coord-pin]")
+    message = asked.value.message
+    asked.value.dismiss()
+    assert "26" in message and "per group" in message, message
+    page.wait_for_timeout(500)
+    for key in ("a", "b"):
+        assert web_stack.api("GET", f"/api/v1/models/{many[key]['id']}/issues").json()["data"] == []
+    with page.expect_event("dialog") as asked:
+        page.click("[data-testid=coord-pin]")
+    asked.value.accept()
+    page.locator(".toast", has_text="created 26").wait_for()
+    assert len(web_stack.api("GET", f"/api/v1/models/{many['a']['id']}/issues").json()["data"]) == 26
