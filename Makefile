@@ -1,6 +1,8 @@
 # make run  : set everything up and start gateway, conversion workers, edit service, check and clash workers under supervisord
 #            (foreground; a dead process is restarted; Ctrl-C stops all; docs/operations/supervisor.md)
 # make test : set everything up and run the whole test suite
+# make test-fast : the unit and API tests only (no browser, no end-to-end stacks, no benchmarks) on 2 pytest-xdist
+#            workers: the inner loop (docs/testing.md)
 # make lint : the import contract (.importlinter) and the lint (ruff.toml); docs/development.md
 SHELL := /bin/bash
 VENV := .venv
@@ -14,7 +16,7 @@ OIDC_PROVIDER_STAMP := tests/accounts/oidc_provider/node_modules/.installed
 export VIEWER_CONFIG ?= ./server_config.json
 export EDIT_SERVICE_PORT ?= 8100
 
-.PHONY: run test lint setup prerequisites test-prerequisites bench bench-smoke clean
+.PHONY: run test test-fast lint setup prerequisites test-prerequisites bench bench-smoke clean
 
 setup: prerequisites $(PIP_STAMP) $(CONVERTER_BUNDLE) $(WEB_STAMP)
 
@@ -66,6 +68,12 @@ test: setup test-prerequisites $(OIDC_PROVIDER_STAMP)
 		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \
 		$(PY) -m pytest -m storage; \
 	fi
+
+# -m "not e2e" leaves out every test that starts the real processes (tests/e2e, tests/browser and the e2e-marked
+# modules elsewhere); the paths are ignored too, so that not even their modules are imported
+FAST_WORKERS ?= 2
+test-fast: setup
+	env -u VIEWER_PG_DSN $(PY) -m pytest -m "not e2e" --ignore=tests/browser --ignore=tests/e2e -n $(FAST_WORKERS) -q
 
 lint: $(PIP_STAMP)
 	$(VENV)/bin/lint-imports --no-cache
