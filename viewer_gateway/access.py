@@ -37,10 +37,9 @@ SCOPE_ARGUMENTS: tuple[tuple[str, Callable[[str], Scope]], ...] = (
 )
 
 
-# What a BCF client's OAuth2 token may not do outside the BCF API (routes named bcf-...), whatever its user's role:
-# make another account a member, open share links, delete, administer. Access of that kind outlives the token, its
-# revoke and the client's application, and a client the user allowed to sync issues was never asked for it.
-OAUTH_CLIENT_BARRED = frozenset({Capability.OWN, Capability.ADMINISTER})
+# A BCF client's OAuth2 token acts on the BCF and Foundation APIs (routes named bcf-...) and nowhere else, whatever
+# its user's role: the user allowed a client to sync issues, not to upload, edit, share, delete or administer (access
+# of some of those kinds would outlive the token, its revoke and the client's application).
 BCF_ROUTE_PREFIX = "bcf-"
 
 
@@ -119,9 +118,9 @@ class AccessMiddleware:
             return principal
         if principal.via == Via.SESSION and request.method not in SAFE_METHODS and _csrf_refusal(request) is not None:
             return error_response(FORBIDDEN, "CSRF check failed: send the X-CSRFToken header the page got with its session")
-        if principal.via == Via.OAUTH and capability in OAUTH_CLIENT_BARRED and not route.url_name.startswith(BCF_ROUTE_PREFIX):
-            return error_response(FORBIDDEN, "an OAuth2 client's token acts on the BCF API; members, share links, deleting and the "
-                                             "admin's routes need a sign-in or a personal token")
+        if principal.via == Via.OAUTH and capability != Capability.PUBLIC and not route.url_name.startswith(BCF_ROUTE_PREFIX):
+            return error_response(FORBIDDEN, "an OAuth2 client's token acts on the BCF API (/bcf/, /foundation/) only; the rest of "
+                                             "the API needs a sign-in or a personal token")
         decision = decide(principal, capability, route_scope(route.kwargs))
         if not decision.allowed:
             return error_response(decision.code, decision.message)

@@ -129,9 +129,9 @@ def callers(world) -> dict[str, dict]:
                                     "scoped": {C.VIEW, C.DOWNLOAD}, "unscoped": {C.PUBLIC, C.SIGNED_IN}},
         "share link": {"cookie": _share_link(world["project"]), "scoped": {C.VIEW}, "unscoped": {C.PUBLIC, C.SIGNED_IN}},
         # BCF API clients' OAuth2 access tokens: the user's roles; without the write scope read-only
-        "reviewer's OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_oauth_token(users['rita'])}"},
+        "reviewer's OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_oauth_token(users['rita'])}"}, "bcf_only": True,
                                    "scoped": SCOPED_BY_ROLE["reviewer"], "unscoped": UNSCOPED_BY_SERVER_ROLE["user"]},
-        "owner's read OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_oauth_token(users['olga'], scope='read')}"},
+        "owner's read OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_oauth_token(users['olga'], scope='read')}"}, "bcf_only": True,
                                      "scoped": {C.VIEW, C.DOWNLOAD}, "unscoped": {C.PUBLIC, C.SIGNED_IN}},
         "expired OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {_oauth_token(users['olga'], expires_in=timedelta(seconds=-1))}"}, "refused": 40100},
         "wrong OAuth token": {"auth": {"HTTP_AUTHORIZATION": f"Bearer {OAUTH_PREFIX}not-a-token"}, "refused": 40100},
@@ -151,11 +151,13 @@ def concrete_path(route: str, world) -> str:
     return "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda m: values.get(m.group(1), "x1"), route)
 
 
-def expected(caller: dict, capability: Capability) -> int:
+def expected(caller: dict, capability: Capability, url_name: str) -> int:
     if capability == C.PUBLIC:  # a credential that fails is not asked about where none is needed
         return REACHED_VIEW
     if "refused" in caller:
         return caller["refused"]
+    if caller.get("bcf_only") and not url_name.startswith("bcf-"):  # a BCF client's token acts on the BCF API only
+        return 40300
     if capability in SCOPED_BY_ROLE["owner"]:
         if capability in caller["scoped"]:
             return REACHED_VIEW
@@ -192,7 +194,7 @@ def test_every_route_for_every_caller(world, gate_only, viewer_config, operator_
             for method, capability in ROUTE_RULES[url_name].items():
                 response = client.generic(method, path, **caller.get("auth", {}))
                 got = response.status_code if response.status_code == REACHED_VIEW else response.json()["code"]
-                want = expected(caller, capability)
+                want = expected(caller, capability, url_name)
                 asked += 1
                 if got != want:
                     mismatches.append(f"{name}: {method} {path} ({url_name}, {capability}) -> {got}, expected {want}")

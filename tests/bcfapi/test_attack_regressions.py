@@ -381,3 +381,16 @@ def test_an_oauth_token_of_an_owner_cannot_hand_the_project_to_another_account(t
     response = client.post(f"/api/v1/projects/{tower.project.id}/share-links", json.dumps({"expiresAt": "2099-01-01T00:00:00Z"}),
                            content_type="application/json")
     assert response.status_code in (401, 403, 404), response.content[:200]
+
+
+def test_an_oauth_token_acts_on_the_bcf_api_only(teams):
+    """The user allowed a client to sync issues: its token reads and writes topics, nothing of the REST API."""
+    tower = teams["tower"]
+    desktop = register_client()
+    tokens = exchange(desktop, code_from(consent(signed_in_browser("olga"), desktop))).json()
+    client = as_bearer(tokens["access_token"])
+    assert client.get(f"/bcf/3.0/projects/{tower.project.id}").status_code == 200
+    for method, path in [("get", f"/api/v1/models/{tower.model.id}"), ("get", "/api/v1/models"),
+                         ("delete", f"/api/v1/models/{tower.model.id}"), ("get", f"/api/v1/models/{tower.model.id}/issues")]:
+        response = getattr(client, method)(path)
+        assert response.status_code == 403 and response.json()["code"] == 40300, (method, path, response.content[:200])
