@@ -13,27 +13,21 @@ import json
 import os
 import queue
 import signal
-import socket
-import subprocess
-import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-import psutil
-
 from checks_app.engine.child import MEMORY_EXIT_CODE, UNRUNNABLE_IDS_EXIT_CODE
 from checks_app.engine.zygote import GO
 from models_app.public import ConversionLimits
-from sandboxing import bwrap, seccomp
-from sandboxing.limits import open_new, open_read, python_command
+from sandboxing.limits import open_new, open_read
 from sandboxing.probe import IsolationUnavailable, isolation_problem
-from sandboxing.stage import ERROR_TAIL_BYTES, Descriptors, StageOutput, keep_tail
+from sandboxing.stage import ERROR_TAIL_BYTES, Descriptors, StageOutput
+from sandboxing.zygote import SandboxedZygote, ZygotePool
 
 RESULT_FILE = "result.json"
 JOB_FILE = "job.json"
-ZYGOTE_START_SECONDS = 120
 STOP_SECONDS = 10
 
 
@@ -54,102 +48,35 @@ class _ChildTimeout(Exception):
     pass
 
 
-def _namespace_pid(pid: int) -> int | None:
-    """A process's pid in its innermost pid namespace (the last NSpid entry)."""
-    try:
-        with open(f"/proc/{pid}/status") as status:
-            return next((int(line.split()[-1]) for line in status if line.startswith("NSpid:")), None)
-    except (OSError, ValueError):
-        return None
-
-
-class CheckZygote:
+class CheckZygote(SandboxedZygote):
     """The sandboxed fork server of one check worker process; started on first use, again if it died."""
 
-    def __init__(self, limits: ConversionLimits):
-        self.limits = limits
-        self.process: subprocess.Popen | None = None
-        self.control: socket.socket | None = None
-        self.stderr_tail = bytearray()
-        self.lock = threading.Lock()
+    module = "checks_app.engine.zygote"
+    package = "checks_app"
+    failures = (ZygoteGone, _ChildTimeout)
 
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+    def start_failed(self, exc: OSError) -> Exception:
+        return ZygoteGone(f"the check sandbox could not start: {exc.strerror or exc}")
 
-    def start(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        command = python_command(self.limits, ["-m", "checks_app.engine.zygote", "--control-fd", str(theirs.fileno())], packages=("checks_app",))
-        seccomp_fd = seccomp.program_fd()
-        argv, chain_env = bwrap.limited(command, rlimits=self.limits.rlimits(), cgroup=None, seccomp_fd=seccomp_fd)
-        self.stderr_tail = bytearray()
-        try:
-            self.process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                pass_fds=(theirs.fileno(), seccomp_fd), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env},
-            )
-        except OSError as exc:
-            ours.close()
-            raise ZygoteGone(f"the check sandbox could not start: {exc.strerror or exc}") from None
-        finally:
-            theirs.close()
-            os.close(seccomp_fd)
-        self.control = ours
-        threading.Thread(target=keep_tail, args=(self.process.stderr, self.stderr_tail), daemon=True).start()
-        try:
-            self.expect("ready", time.monotonic() + ZYGOTE_START_SECONDS)
-        except (ZygoteGone, _ChildTimeout) as exc:
-            self.stop()
-            raise ZygoteGone(f"the check sandbox did not start: {exc}") from None
+    def not_started(self, exc: Exception) -> Exception:
+        return ZygoteGone(f"the check sandbox did not start: {exc}")
 
-    def expect(self, key: str, deadline: float):
-        """The value of the next message carrying `key` (a late answer about an earlier child is skipped)."""
-        while True:
-            self.control.settimeout(max(0.01, deadline - time.monotonic()))
-            try:
-                message = self.control.recv(4096)
-            except TimeoutError:
-                raise _ChildTimeout() from None
-            except OSError:
-                message = b""
-            if not message:
-                self.process.wait(timeout=10)
-                tail = self.stderr_tail.decode("utf-8", "replace").strip()
-                raise ZygoteGone(f"the check sandbox ended: {tail[-ERROR_TAIL_BYTES:] or 'no error output'}")
-            answer = json.loads(message)
-            if key in answer:
-                return answer if key == "exited" else answer[key]
+    def timed_out(self) -> Exception:
+        return _ChildTimeout()
 
-    def fork(self, job: dict, fds: dict[str, int], deadline: float) -> int:
-        """Sends a check; returns its child's host pid."""
-        socket.send_fds(self.control, [json.dumps({**job, "fds": list(fds)}).encode()], list(fds.values()))
-        ns_pid = self.expect("forked", deadline)
-        host_pid = next((p.pid for p in psutil.Process(self.process.pid).children(recursive=True) if _namespace_pid(p.pid) == ns_pid), None)
-        if host_pid is None:
-            raise ZygoteGone("the check's process could not be found outside its sandbox")
-        return host_pid
+    def ended(self, error: OSError | None, tail: str) -> Exception:
+        return ZygoteGone(f"the check sandbox ended: {tail}")
 
-    def stop(self) -> None:
-        if self.control is not None:
-            self.control.close()
-            self.control = None
-        if self.process is not None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
-            self.process = None
+    def child_not_found(self) -> Exception:
+        return ZygoteGone("the check's process could not be found outside its sandbox")
 
 
-_zygotes: dict[ConversionLimits, CheckZygote] = {}
-_zygotes_lock = threading.Lock()
+_zygotes = ZygotePool(CheckZygote)
 
 
 def check_zygote(limits: ConversionLimits) -> CheckZygote:
     """The check zygote of this worker process for these limits (started by the first check, or by warm_up)."""
-    with _zygotes_lock:
-        return _zygotes.setdefault(limits, CheckZygote(limits))
+    return _zygotes.get(limits)
 
 
 def warm_up(limits: ConversionLimits) -> None:
@@ -212,7 +139,7 @@ def _run_in_child(zygote: CheckZygote, ifc_path: Path, work_dir: Path, deadline:
                "out": sent.add(open_new(work_dir / RESULT_FILE)), "progress": sent.add(progress_write), "stderr": sent.add(stderr_write)}
         job = {"cpu_seconds": cpu_seconds, "memory_bytes": 0 if cgroup else limits.memory_bytes}
         try:
-            host_pid = zygote.fork(job, fds, deadline)
+            _, host_pid = zygote.fork(job, fds, deadline)
         except (_ChildTimeout, ZygoteGone):
             zygote.stop()
             output.drain()

@@ -15,27 +15,18 @@ ifcopenshell once; each child is moved into the conversion's cgroup (by its host
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
-import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-import psutil
-
-from sandboxing import bwrap, seccomp
-from sandboxing.limits import StageLimits, python_command
+from sandboxing import bwrap
+from sandboxing.limits import StageLimits
 from sandboxing.probe import isolation_problem
-from sandboxing.stage import ERROR_TAIL_BYTES, keep_tail
+from sandboxing.zygote import SandboxedZygote, ZygotePool
 
 ALLOW_NO_CGROUP = "conversionAllowNoCgroup"
-ZYGOTE_START_SECONDS = 120
 
 
 class ConversionUnavailable(Exception):
@@ -113,107 +104,35 @@ def node_command(limits: ConversionLimits, node_bin: str, converter_script: Path
     )
 
 
-def _namespace_pid(pid: int) -> int | None:
-    """A process's pid in its innermost pid namespace (the last NSpid entry)."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("NSpid:"):
-                return int(line.split()[-1])
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-class Zygote:
+class Zygote(SandboxedZygote):
     """The sandboxed fork server of one worker process (zygote.py); started on first use, again if it died."""
 
-    def __init__(self, limits: ConversionLimits):
-        self.limits = limits
-        self.process: subprocess.Popen | None = None
-        self.control: socket.socket | None = None
-        self.stderr_tail = bytearray()
-        self.lock = threading.Lock()
+    module = "models_app.conversion.zygote"
+    package = "models_app"
+    failures = (ConversionUnavailable, TimeoutError)
 
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def start(self) -> None:
+    def check_isolation(self) -> None:
         if problem := isolation_problem(self.limits.bwrap):
             raise ConversionUnavailable(f"conversion sandbox unavailable: {problem}")
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        zygote = python_command(self.limits, ["-m", "models_app.conversion.zygote", "--control-fd", str(theirs.fileno())], packages=("models_app",))
-        seccomp_fd = seccomp.program_fd()
-        argv, chain_env = bwrap.limited(zygote, rlimits=self.limits.rlimits(), cgroup=None, seccomp_fd=seccomp_fd)
-        self.stderr_tail = bytearray()
-        try:
-            self.process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
-                pass_fds=(theirs.fileno(), seccomp_fd), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env},
-            )
-        except OSError as exc:
-            ours.close()
-            raise ConversionUnavailable(f"conversion sandbox could not start: {exc}") from None
-        finally:
-            theirs.close()
-            os.close(seccomp_fd)
-        self.control = ours
-        threading.Thread(target=keep_tail, args=(self.process.stderr, self.stderr_tail), daemon=True).start()
-        try:
-            self.expect("ready", time.monotonic() + ZYGOTE_START_SECONDS)
-        except (ConversionUnavailable, TimeoutError) as exc:
-            self.stop()
-            raise ConversionUnavailable(f"the conversion sandbox did not start: {exc}") from None
 
-    def expect(self, key: str, deadline: float):
-        """The value of the next message carrying `key` (a late answer about an earlier child is skipped)."""
-        while True:
-            message = self._receive(deadline)
-            if key in message:
-                return message[key] if key != "exited" else message
+    def start_failed(self, exc: OSError) -> Exception:
+        return ConversionUnavailable(f"conversion sandbox could not start: {exc}")
 
-    def _receive(self, deadline: float) -> dict:
-        self.control.settimeout(max(0.01, deadline - time.monotonic()))
-        try:
-            message = self.control.recv(4096)
-        except TimeoutError:
-            raise TimeoutError("the conversion sandbox did not answer in time") from None
-        except OSError as exc:
-            message, error = b"", exc
-        else:
-            error = None
-        if not message:
-            self.process.wait(timeout=10) if self.process else None
-            tail = self.stderr_tail.decode("utf-8", "replace").strip()
-            raise ConversionUnavailable(f"the conversion sandbox ended{f' ({error})' if error else ''}: {tail[-ERROR_TAIL_BYTES:] or 'no error output'}")
-        return json.loads(message)
+    def not_started(self, exc: Exception) -> Exception:
+        return ConversionUnavailable(f"the conversion sandbox did not start: {exc}")
 
-    def fork(self, job: dict, fds: dict[str, int], deadline: float) -> tuple[int, int]:
-        """Sends a job; returns the child's (namespace pid, host pid)."""
-        socket.send_fds(self.control, [json.dumps({**job, "fds": list(fds)}).encode()], list(fds.values()))
-        ns_pid = self.expect("forked", deadline)
-        host_pid = next((p.pid for p in psutil.Process(self.process.pid).children(recursive=True) if _namespace_pid(p.pid) == ns_pid), None)
-        if host_pid is None:
-            raise ConversionUnavailable("the conversion's process could not be found outside its sandbox")
-        return ns_pid, host_pid
+    def timed_out(self) -> Exception:
+        return TimeoutError("the conversion sandbox did not answer in time")
 
-    def stop(self) -> None:
-        if self.control is not None:
-            self.control.close()
-            self.control = None
-        if self.process is not None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
-            self.process = None
+    def ended(self, error: OSError | None, tail: str) -> Exception:
+        return ConversionUnavailable(f"the conversion sandbox ended{f' ({error})' if error else ''}: {tail}")
+
+    def child_not_found(self) -> Exception:
+        return ConversionUnavailable("the conversion's process could not be found outside its sandbox")
 
 
-_zygotes: dict[ConversionLimits, Zygote] = {}
-_zygotes_lock = threading.Lock()
+_zygotes = ZygotePool(Zygote)
 
 
 def zygote_for(limits: ConversionLimits) -> Zygote:
-    with _zygotes_lock:
-        return _zygotes.setdefault(limits, Zygote(limits))
+    return _zygotes.get(limits)
