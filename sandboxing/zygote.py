@@ -40,7 +40,7 @@ class SandboxedZygote:
     """The sandboxed fork server of one worker process; started on first use (under `lock`), again if it died."""
 
     module: ClassVar[str]  # run as `python -m module --control-fd N`
-    package: ClassVar[str]  # the one project package the sandbox may import
+    package: ClassVar[str]  # the project package the sandbox may import (besides this one, for zygote_server)
     failures: ClassVar[tuple[type[Exception], ...]]  # what start_failed, timed_out and ended raise
 
     def __init__(self, limits: StageLimits):
@@ -79,7 +79,7 @@ class SandboxedZygote:
     def start(self) -> None:
         self.check_isolation()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        command = python_command(self.limits, ["-m", self.module, "--control-fd", str(theirs.fileno())], packages=(self.package,))
+        command = python_command(self.limits, ["-m", self.module, "--control-fd", str(theirs.fileno())], packages=(self.package, "sandboxing"))
         seccomp_fd = seccomp.program_fd()
         argv, chain_env = bwrap.limited(command, rlimits=self.limits.rlimits(), cgroup=None, seccomp_fd=seccomp_fd)
         self.stderr_tail = bytearray()

@@ -17,9 +17,7 @@ on its stderr. The zygote never touches a check's files, starts no thread and is
 
 from __future__ import annotations
 
-import ctypes
 import gc
-import json
 import os
 import resource
 import signal
@@ -27,20 +25,10 @@ import socket
 import sys
 import traceback
 
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-MESSAGE_BYTES = 4096
+from sandboxing.zygote_server import GO, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, send, serve
+
 MAX_FDS = 8
-GO = b"g"
 FDS = ("go", "ifc", "job", "out", "progress", "stderr")
-
-
-def _prctl(option: int, value: int) -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
-
-
-def _send(control: socket.socket, message: dict) -> None:
-    control.send(json.dumps(message).encode())
 
 
 def _child(job: dict, fds: dict[str, int]) -> None:
@@ -51,7 +39,7 @@ def _child(job: dict, fds: dict[str, int]) -> None:
 
     code = 1
     try:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.dup2(fds["progress"], 1)
         os.dup2(fds["stderr"], 2)
         if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
@@ -73,24 +61,6 @@ def _child(job: dict, fds: dict[str, int]) -> None:
         os._exit(code)
 
 
-def serve(control: socket.socket) -> None:
-    while True:
-        message, fds, _, _ = socket.recv_fds(control, MESSAGE_BYTES, MAX_FDS)
-        if not message:
-            return  # the worker is gone
-        job = json.loads(message)
-        named = dict(zip(job["fds"], fds))
-        pid = os.fork()
-        if pid == 0:
-            control.close()
-            _child(job, named)
-        for fd in fds:
-            os.close(fd)
-        _send(control, {"forked": pid})
-        _, status = os.waitpid(pid, 0)
-        _send(control, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
-
-
 def warm_up() -> None:
     """Everything a check imports, and ifctester's IDS schema (XMLSchema of ids.xsd: ~1 s to build), once."""
     import ifcopenshell  # noqa: F401
@@ -108,9 +78,9 @@ def main() -> None:
     warm_up()
     gc.collect()
     gc.freeze()  # what is loaded stays out of the collector's way, so children do not copy it
-    _prctl(PR_SET_DUMPABLE, 0)
-    _send(control, {"ready": os.getpid()})
-    serve(control)
+    prctl(PR_SET_DUMPABLE, 0)
+    send(control, {"ready": os.getpid()})
+    serve(control, _child, MAX_FDS)
 
 
 if __name__ == "__main__":

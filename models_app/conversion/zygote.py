@@ -20,7 +20,6 @@ import contextlib
 import ctypes
 import gc
 import io
-import json
 import os
 import re
 import signal
@@ -28,20 +27,14 @@ import socket
 import sys
 import traceback
 
-PR_SET_PDEATHSIG = 1
-PR_SET_DUMPABLE = 4
-MESSAGE_BYTES = 4096
+from sandboxing.zygote_server import GO, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, send, serve
+
 MAX_FDS = 16
-GO = b"g"
 # optional parts of ifcopenshell no conversion uses (it opens every IFC as a STEP file), which ifcopenshell leaves out
 # when these cannot be imported: lark, for which it builds a parser at import (the header's MVD as file.mvd, and
 # ifcopenshell.stream), and sqlite3 (ifcopenshell.sql): 4.4 MB less in the zygote
 LEFT_OUT = ("lark", "sqlite3")
 LEFT_OUT_NOTE = re.compile(r"No \w+ support: import of \w+ halted; None in sys.modules")
-
-
-def _prctl(option: int, value: int) -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
 
 
 def _release_free_heap() -> None:
@@ -52,15 +45,11 @@ def _release_free_heap() -> None:
         malloc_trim(0)
 
 
-def _send(control: socket.socket, message: dict) -> None:
-    control.send(json.dumps(message).encode())
-
-
 def _child(job: dict, fds: dict[str, int]) -> None:
     """Runs one conversion and exits; never returns."""
     code = 1
     try:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.dup2(fds["stderr"], 2)
         os.dup2(fds["stderr"], 1)
         if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
@@ -83,24 +72,6 @@ def _child(job: dict, fds: dict[str, int]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-def serve(control: socket.socket) -> None:
-    while True:
-        message, fds, _, _ = socket.recv_fds(control, MESSAGE_BYTES, MAX_FDS)
-        if not message:
-            return  # the worker is gone
-        job = json.loads(message)
-        named = dict(zip(job["fds"], fds))
-        pid = os.fork()
-        if pid == 0:
-            control.close()
-            _child(job, named)
-        for fd in fds:
-            os.close(fd)
-        _send(control, {"forked": pid})
-        _, status = os.waitpid(pid, 0)
-        _send(control, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
 
 
 def _import_conversion_code() -> None:
@@ -144,9 +115,9 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     _release_free_heap()
-    _prctl(PR_SET_DUMPABLE, 0)
-    _send(control, {"ready": os.getpid()})
-    serve(control)
+    prctl(PR_SET_DUMPABLE, 0)
+    send(control, {"ready": os.getpid()})
+    serve(control, _child, MAX_FDS)
 
 
 if __name__ == "__main__":
