@@ -46,3 +46,21 @@ def serve(control: socket.socket, child: Callable[[dict, dict[str, int]], None],
         send(control, {"forked": pid})
         _, status = os.waitpid(pid, 0)
         send(control, {"exited": pid, "status": os.waitstatus_to_exitcode(status)})
+
+
+def await_go(job: dict, fds: dict[str, int], stdout: str) -> None:
+    """The start of a child: it dies with the zygote, writes stdout to the descriptor named `stdout` and stderr to
+    "stderr", waits on "go" until the worker has moved it into its cgroup (exits 3 when the worker gave up), then
+    caps its CPU time (job["cpu_seconds"]) and, without a cgroup, its address space (job["memory_bytes"])."""
+    import resource
+    import signal
+
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    os.dup2(fds["stderr"], 2)
+    os.dup2(fds[stdout], 1)
+    if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
+        os._exit(3)
+    if job.get("cpu_seconds"):
+        resource.setrlimit(resource.RLIMIT_CPU, (job["cpu_seconds"], job["cpu_seconds"]))
+    if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least
+        resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))

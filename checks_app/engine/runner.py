@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Callable
 
 from checks_app.engine.child import MEMORY_EXIT_CODE, UNRUNNABLE_IDS_EXIT_CODE
-from checks_app.engine.zygote import GO
 from models_app.public import ConversionLimits
 from sandboxing.limits import open_new, open_read
 from sandboxing.probe import IsolationUnavailable, isolation_problem
 from sandboxing.stage import ERROR_TAIL_BYTES, Descriptors, StageOutput
 from sandboxing.zygote import SandboxedZygote, ZygotePool
+from sandboxing.zygote_server import GO
 
 RESULT_FILE = "result.json"
 JOB_FILE = "job.json"

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import gc
 import os
-import resource
-import signal
 import socket
 import sys
 import traceback
 
-from sandboxing.zygote_server import GO, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, send, serve
+from sandboxing.zygote_server import PR_SET_DUMPABLE, await_go, prctl, send, serve
 
 MAX_FDS = 8
 FDS = ("go", "ifc", "job", "out", "progress", "stderr")
@@ -39,15 +37,7 @@ def _child(job: dict, fds: dict[str, int]) -> None:
 
     code = 1
     try:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        os.dup2(fds["progress"], 1)
-        os.dup2(fds["stderr"], 2)
-        if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
-            os._exit(3)
-        if job.get("cpu_seconds"):
-            resource.setrlimit(resource.RLIMIT_CPU, (job["cpu_seconds"], job["cpu_seconds"]))
-        if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least
-            resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))
+        await_go(job, fds, stdout="progress")
         try:
             code = check_files(*(Path(f"/proc/self/fd/{fds[name]}") for name in ("ifc", "job", "out")))
         except MemoryError:

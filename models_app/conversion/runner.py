@@ -32,12 +32,12 @@ from models_app.conversion.pipeline import (
 )
 from models_app.conversion import SHIPPED_CONVERTER
 from models_app.conversion.sandbox import ConversionLimits, ConversionUnavailable, node_command, zygote_for
-from models_app.conversion.zygote import GO
 from sandboxing import bwrap, seccomp
 from sandboxing.cgroups import RunCgroup
 from sandboxing.limits import open_new, open_read
 from sandboxing.probe import IsolationUnavailable
 from sandboxing.stage import ERROR_TAIL_BYTES, ConfinedProcess, Descriptors, StageOutput, StageTimeout
+from sandboxing.zygote_server import GO
 
 log = logging.getLogger(__name__)
 

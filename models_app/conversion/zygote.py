@@ -22,12 +22,11 @@ import gc
 import io
 import os
 import re
-import signal
 import socket
 import sys
 import traceback
 
-from sandboxing.zygote_server import GO, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, send, serve
+from sandboxing.zygote_server import PR_SET_DUMPABLE, await_go, prctl, send, serve
 
 MAX_FDS = 16
 # optional parts of ifcopenshell no conversion uses (it opens every IFC as a STEP file), which ifcopenshell leaves out
@@ -49,15 +48,7 @@ def _child(job: dict, fds: dict[str, int]) -> None:
     """Runs one conversion and exits; never returns."""
     code = 1
     try:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        os.dup2(fds["stderr"], 2)
-        os.dup2(fds["stderr"], 1)
-        if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
-            os._exit(3)
-        if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least
-            import resource
-
-            resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))
+        await_go(job, fds, stdout="stderr")
         from models_app.conversion.pipeline import convert
 
         convert(ifc_fd=fds["ifc"], metadata_fd=fds["metadata"], values_fd=fds["values"], geometry_fd=fds["geometry"],
