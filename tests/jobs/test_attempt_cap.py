@@ -154,5 +154,5 @@ def test_a_finish_after_recovery_gave_the_job_to_another_worker_is_not_recorded(
 
 def test_a_kind_on_a_queue_without_a_task_is_refused():
     kind = jobs.kind_named("check")
-    with pytest.raises(ValueError, match="queue 'clashes' has no task"):
-        jobs.register(dataclasses.replace(kind, name="clash", queue="clashes"))
+    with pytest.raises(ValueError, match="queue 'no-such-queue' has no task"):
+        jobs.register(dataclasses.replace(kind, name="unqueued", queue="no-such-queue"))
