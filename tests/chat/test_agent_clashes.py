@@ -15,7 +15,6 @@ import dataclasses
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.db import connection
@@ -32,39 +31,18 @@ from models_app.public import model_dir
 from tests.coordination.clash_helpers import write_boxes_ifc
 from tests.coordination.clash_setup import B1, B2, D1, D2, DUCT_D1_LOWERED, boxes_of, ducts, federated_project, run_test
 from tests.fake_openai import Reply
+from tests.proxy.test_proxy_faults import FakeEditService, serving
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
 
 PARAMS_DIFF = {"params": {"changed": {"duct_d1_z": {"old": 3.1, "new": 1.0}}, "added": {}, "removed": {}}, "stats": {"added": 1, "removed": 1}, "diff": ""}
 
 
-class ScriptEditService:
+class ScriptEditService(FakeEditService):
     """Answers the script routes the agent's script tools call; a run writes the staged product into model.ifc."""
 
-    def __init__(self):
-        self.received: list[tuple[str, str, str]] = []
-        service = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode()
-                service.received.append((self.command, self.path, body))
-                payload = service.answer(self.command, self.path.split("?")[0])
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_DELETE = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def payload(self, method: str, path: str) -> bytes:
+        return json.dumps(self.answer(method, path)).encode()
 
     def answer(self, method: str, path: str) -> dict:
         model_id = path.split("/")[2]
@@ -82,17 +60,9 @@ class ScriptEditService:
     def paths(self) -> list[str]:
         return [path.split("?")[0].split("/", 3)[-1] for _, path, _ in self.received]
 
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def edit_service(viewer_config):
-    service = ScriptEditService()
-    viewer_config(editServiceURL=service.url)
-    yield service
-    service.close()
+    yield from serving(viewer_config, ScriptEditService())
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ class FakeEditService:
                 fake.received_headers.append(dict(self.headers))
                 fake.peers.append(self.client_address)
                 time.sleep(fake.delay)
-                payload = fake.body if isinstance(fake.body, bytes) else json.dumps(fake.body).encode()
+                payload = fake.payload(self.command, self.path.split("?")[0])
                 self.send_response(fake.status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -53,17 +53,25 @@ class FakeEditService:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def payload(self, method: str, path: str) -> bytes:
+        """The body of the answer to a request (a subclass may answer by route)."""
+        return self.body if isinstance(self.body, bytes) else json.dumps(self.body).encode()
+
     def close(self):
         self.server.shutdown()
         self.server.server_close()
 
 
-@pytest.fixture
-def fake(viewer_config):
-    service = FakeEditService()
+def serving(viewer_config, service: FakeEditService):
+    """A fixture's body: `service` is the gateway's edit service until the test ends."""
     viewer_config(editServiceURL=service.url)
     yield service
     service.close()
+
+
+@pytest.fixture
+def fake(viewer_config):
+    yield from serving(viewer_config, FakeEditService())
 
 
 @pytest.fixture
