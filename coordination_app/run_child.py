@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import threading
 from pathlib import Path
+
+from sandboxing.capped_main import capped_main
 
 MEMORY_EXIT_CODE = 3
 MESHING_MODULE = "models_app.conversion.geometry"  # write_geometry(ifc, None, threads, on_progress, clash_handle=...)
@@ -61,16 +62,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--job", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--memory-mb", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.memory_mb > 0:
-        limit = args.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    try:
-        return run(args)
-    except MemoryError:
-        sys.stderr.write(f"the clash run ran out of memory (limit {args.memory_mb} MB)\n")
-        return MEMORY_EXIT_CODE
+    return capped_main(parser, argv, run, "the clash run", MEMORY_EXIT_CODE)
 
 
 def _sets(sides: list[dict] | None, geometry: dict[str, str]):

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 from pathlib import Path
+
+from sandboxing.capped_main import capped_main
 
 MEMORY_EXIT_CODE = 3
 UNRUNNABLE_IDS_EXIT_CODE = 4  # an IDS stored before its patterns were checked at upload holds one RE2 cannot run
@@ -30,16 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--ifc", type=Path, required=True)
     parser.add_argument("--job", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--memory-mb", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.memory_mb > 0:
-        limit = args.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    try:
-        return check_files(args.ifc, args.job, args.out)
-    except MemoryError:
-        sys.stderr.write(f"the check ran out of memory (limit {args.memory_mb} MB)\n")
-        return MEMORY_EXIT_CODE
+    return capped_main(parser, argv, lambda args: check_files(args.ifc, args.job, args.out), "the check", MEMORY_EXIT_CODE)
 
 
 def check_files(ifc_path: Path, job_path: Path, out_path: Path) -> int:

@@ -110,7 +110,7 @@ def find_clashes_confined(a: list[ElementSet], b: list[ElementSet] | None, *, ki
             command = python_command(limits, [
                 "-m", "coordination_app.run_child", "--job", f"/proc/self/fd/{job}", "--out", f"/proc/self/fd/{out}",
                 "--memory-mb", "0" if cgroup else str(limits.memory_mb),
-            ], packages=("coordination_app", "models_app") if mesh else ("coordination_app",))
+            ], packages=("coordination_app", "sandboxing", "models_app") if mesh else ("coordination_app", "sandboxing"))
             argv, chain_env = bwrap.limited(command, rlimits={**limits.rlimits(), "cpu": int(timeout) + 5}, cgroup=cgroup,
                                             seccomp_fd=passed.add(seccomp.program_fd()))
             stage = ConfinedProcess(argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env}, pass_fds=tuple(passed.fds))
