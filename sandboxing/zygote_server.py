@@ -13,7 +13,9 @@ import ctypes
 import json
 import os
 import socket
-from typing import Callable
+import sys
+import traceback
+from typing import Callable, NoReturn
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -64,3 +66,18 @@ def await_go(job: dict, fds: dict[str, int], stdout: str) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (job["cpu_seconds"], job["cpu_seconds"]))
     if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least
         resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))
+
+
+def run_child(job: dict, fds: dict[str, int], stdout: str, work: Callable[[], int]) -> NoReturn:
+    """A forked child's whole life: await_go, then work(), whose return is the exit code; whatever it raises goes to
+    stderr (the worker's error tail) with exit code 1. Never returns."""
+    code = 1
+    try:
+        await_go(job, fds, stdout)
+        code = work()
+    except BaseException:  # noqa: BLE001 - everything goes to the worker as the error tail
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)

@@ -21,9 +21,8 @@ import gc
 import os
 import socket
 import sys
-import traceback
 
-from sandboxing.zygote_server import PR_SET_DUMPABLE, await_go, prctl, send, serve
+from sandboxing.zygote_server import PR_SET_DUMPABLE, prctl, run_child, send, serve
 
 MAX_FDS = 8
 FDS = ("go", "ifc", "job", "out", "progress", "stderr")
@@ -31,24 +30,19 @@ FDS = ("go", "ifc", "job", "out", "progress", "stderr")
 
 def _child(job: dict, fds: dict[str, int]) -> None:
     """Runs one check and exits; never returns."""
+    run_child(job, fds, "progress", lambda: _check(job, fds))
+
+
+def _check(job: dict, fds: dict[str, int]) -> int:
     from pathlib import Path
 
     from checks_app.engine.child import MEMORY_EXIT_CODE, check_files
 
-    code = 1
     try:
-        await_go(job, fds, stdout="progress")
-        try:
-            code = check_files(*(Path(f"/proc/self/fd/{fds[name]}") for name in ("ifc", "job", "out")))
-        except MemoryError:
-            sys.stderr.write(f"the check ran out of memory (limit {job.get('memory_bytes', 0) // (1024 * 1024)} MB)\n")
-            code = MEMORY_EXIT_CODE
-    except BaseException:  # noqa: BLE001 - everything goes to the worker as the error tail
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        return check_files(*(Path(f"/proc/self/fd/{fds[name]}") for name in ("ifc", "job", "out")))
+    except MemoryError:
+        sys.stderr.write(f"the check ran out of memory (limit {job.get('memory_bytes', 0) // (1024 * 1024)} MB)\n")
+        return MEMORY_EXIT_CODE
 
 
 def warm_up() -> None:

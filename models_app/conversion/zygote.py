@@ -24,9 +24,8 @@ import os
 import re
 import socket
 import sys
-import traceback
 
-from sandboxing.zygote_server import PR_SET_DUMPABLE, await_go, prctl, send, serve
+from sandboxing.zygote_server import PR_SET_DUMPABLE, prctl, run_child, send, serve
 
 MAX_FDS = 16
 # optional parts of ifcopenshell no conversion uses (it opens every IFC as a STEP file), which ifcopenshell leaves out
@@ -46,23 +45,20 @@ def _release_free_heap() -> None:
 
 def _child(job: dict, fds: dict[str, int]) -> None:
     """Runs one conversion and exits; never returns."""
-    code = 1
+    run_child(job, fds, "stderr", lambda: _convert(job, fds))
+
+
+def _convert(job: dict, fds: dict[str, int]) -> int:
     try:
-        await_go(job, fds, stdout="stderr")
         from models_app.conversion.pipeline import convert
 
         convert(ifc_fd=fds["ifc"], metadata_fd=fds["metadata"], values_fd=fds["values"], geometry_fd=fds["geometry"],
                 bounds_fd=fds["bounds"], progress_fd=fds["progress"], threads=int(job["threads"]),
                 clash_fd=fds.get("clash"), georeference_fd=fds.get("georeference"))
-        code = 0
     except MemoryError:
         print("the conversion ran out of memory", file=sys.stderr)
-    except BaseException:  # noqa: BLE001 - everything goes to the worker as the error tail
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        return 1
+    return 0
 
 
 def _import_conversion_code() -> None:
