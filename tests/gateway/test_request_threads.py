@@ -4,6 +4,7 @@ requests at the same time still get a thread each."""
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import sync_to_async
 from django.db import connections
@@ -20,6 +21,13 @@ async def _thread_of_request(scope, receive, send):
     send["thread"] = await sync_to_async(threading.get_ident)()
 
 
+def _in_own_loop(coroutine):
+    """asyncio.run on a thread of its own: a test before may have left an event loop running on this one (Playwright's
+    synchronous API does), where asyncio.run refuses to start."""
+    with ThreadPoolExecutor(1) as runner:
+        return runner.submit(asyncio.run, coroutine).result()
+
+
 def _run(threads: RequestThreads, count: int, *, at_once: bool) -> list[int]:
     async def requests():
         records = [{} for _ in range(count)]
@@ -31,7 +39,7 @@ def _run(threads: RequestThreads, count: int, *, at_once: bool) -> list[int]:
                 await call
         return [record["thread"] for record in records]
 
-    return asyncio.run(requests())
+    return _in_own_loop(requests())
 
 
 def test_requests_one_after_another_run_on_one_kept_thread():
@@ -73,7 +81,7 @@ def _get(path: str) -> int:
         await request_threads.run(django_asgi_app, scope, receive, send)  # as the application does
         return sent[0]["status"]
 
-    return asyncio.run(one())
+    return _in_own_loop(one())
 
 
 @pytest.mark.django_db(transaction=True)
