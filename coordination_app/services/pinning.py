@@ -411,7 +411,7 @@ def clash_run_settle_issues(run_id: str) -> dict:
         return done
     statuses = dict(ClashSighting.objects.filter(run=run).values_list("clash_id", "status"))
     with transaction.atomic():
-        for link in ClashIssue.objects.select_for_update().select_related("issue", "last_run").filter(test=run.test):
+        for link in ClashIssue.objects.select_for_update(of=("self",)).select_related("issue", "last_run").filter(test=run.test):
             if link.last_run is not None and (link.last_run_id == run.pk or link.last_run.created_at > run.created_at):
                 continue
             present = [clash_id for clash_id in link.clash_ids if statuses.get(clash_id) in PRESENT]
