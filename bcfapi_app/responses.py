@@ -114,8 +114,8 @@ class BcfView(APIView):
         response.render()
         tag = etag_of_bytes(response.content)
         response["ETag"] = tag
-        wanted = request.headers.get("If-None-Match")
-        if wanted and (tag in _listed_tags(wanted) or "*" in _listed_tags(wanted)):
+        wanted = _listed_tags(request.headers.get("If-None-Match") or "")
+        if tag in wanted or "*" in wanted:
             not_modified = HttpResponseNotModified()
             not_modified["ETag"] = tag
             return not_modified
