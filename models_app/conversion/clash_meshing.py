@@ -33,29 +33,28 @@ def mesh_ifc(ifc_path: str, out_path: str, threads: int = 1, on_progress=lambda 
 
 def main(argv=None) -> int:
     """mesh_ifc, with progress as JSON lines {"progress": fraction} and a last line {"elements": n} on stdout; the
-    process's address space capped at --memory-mb (0: no cap)."""
+    process's address space capped at --memory-mb (0: no cap; sandboxing.capped_main, exit code 1 when it runs out)."""
     import argparse
     import json
     import sys
+
+    from sandboxing.capped_main import capped_main
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("ifc")
     parser.add_argument("out")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--memory-mb", type=int, default=0)
-    args = parser.parse_args(argv)
-    if args.memory_mb:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_AS, (args.memory_mb << 20, args.memory_mb << 20))
 
     def progress(fraction: float) -> None:
         print(json.dumps({"progress": round(fraction, 4)}), flush=True)
 
-    count = mesh_ifc(args.ifc, args.out, args.threads, progress)
-    print(json.dumps({"elements": count}), flush=True)
-    sys.stdout.flush()
-    return 0
+    def run(args) -> int:
+        count = mesh_ifc(args.ifc, args.out, args.threads, progress)
+        print(json.dumps({"elements": count}), flush=True)
+        sys.stdout.flush()
+        return 0
+
+    return capped_main(parser, argv, run, "the meshing", 1)
 
 
 if __name__ == "__main__":
