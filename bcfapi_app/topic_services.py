@@ -136,7 +136,7 @@ def topic_replace(*, project_id: str, issue: Issue, body, principal: Principal) 
     changes = _validated_as(IssuePatchSerializer, _issue_fields(body), TOPIC_NAMES)
     changes["status"] = status
     with transaction.atomic():
-        updated = services.issue_update(model_id=issue.model_id, issue_id=issue.id, changes=changes, signature=signature_of(principal), by=principal)
+        updated = _update(issue, changes, principal)
         _keep_status(updated, stored_status)
     return updated
 
