@@ -14,11 +14,11 @@ from issues_app.issue_files import model_image_path
 IMAGE_TYPES = {"png": "image/png", "jpg": "image/jpeg"}
 
 
-def viewpoint_answer(request, project_id: str, issue, viewpoint: dict) -> dict:
-    """viewpoint_GET, with `authorization` when the request asks for it."""
+def viewpoint_answer(request, project_id: str, issue, viewpoint: dict, actions: ProjectActions | None = None) -> dict:
+    """viewpoint_GET, with `authorization` when the request asks for it (`actions`: the caller's, once for a list)."""
     answer = topics.viewpoint_json(viewpoint)
     if topics.wants_authorization(request):
-        actions = ProjectActions.of(Principal.of(request), project_id)
+        actions = actions or ProjectActions.of(Principal.of(request), project_id)
         answer["authorization"] = {"viewpoint_actions": topics.viewpoint_actions(actions, issue, viewpoint["guid"])}
     return answer
 
@@ -33,7 +33,8 @@ def _image(request, issue, url: str | None, image_type: str, what: str):
 class ViewpointListView(BcfView):
     def get(self, request, project_id, topic_guid):
         issue = topics.topic_get(project_id, topic_guid)
-        return bare([viewpoint_answer(request, project_id, issue, viewpoint) for viewpoint in issue.viewpoints or ()])
+        actions = ProjectActions.of(Principal.of(request), project_id) if topics.wants_authorization(request) else None
+        return bare([viewpoint_answer(request, project_id, issue, viewpoint, actions) for viewpoint in issue.viewpoints or ()])
 
     def post(self, request, project_id, topic_guid):
         """POST viewpoints: 201 with the stored viewpoint (images given as base64 in snapshot_data / bitmap_data)."""
