@@ -369,7 +369,7 @@ def clash_run_pin_issues(*, project_id: str, name: str, run_id: str, per: str = 
             else:
                 answer["unchanged"].append(_entry(link))
             _applied(link, run)
-        present = {facts.clash_id for facts in present_facts(run)}
+        present = set(ClashSighting.objects.filter(run=run, status__in=PRESENT).values_list("clash_id", flat=True))
         for link in links:
             if link.issue.status != Issue.Status.RESOLVED and not present & set(link.clash_ids):
                 _set_status(link, Issue.Status.RESOLVED, signature, f"Resolved when the clashes of run {run.pk} were pinned: its clashes are gone.")
