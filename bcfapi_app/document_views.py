@@ -46,7 +46,6 @@ class DocumentListView(UploadLimit, BcfView):
     upload_limit_what = "document"
 
     def get(self, request, project_id):
-        topics.project_issues(project_id)
         return bare([{"guid": document.guid, "filename": document.filename} for document in documents.project_documents(project_id)])
 
     def post(self, request, project_id):
