@@ -9,7 +9,7 @@ from api.principal import Principal
 from api.uploads import UploadLimit
 from bcfapi_app import documents, topic_services, topics
 from bcfapi_app.responses import BcfView, bare, check_if_match
-from core.errors import Invalid, NotFound
+from core.errors import Invalid
 
 
 class DocumentReferenceListView(BcfView):
@@ -28,10 +28,7 @@ class DocumentReferenceDetailView(BcfView):
     def put(self, request, project_id, topic_guid, reference_guid):
         """PUT document_references/{guid}: a whole replace; If-Match naming a stale ETag is refused (412)."""
         issue = topics.topic_get(project_id, topic_guid)
-        current = next((reference for reference in issue.document_references if reference["guid"].lower() == reference_guid.lower()), None)
-        if current is None:
-            raise NotFound(f"document reference {reference_guid} not found in topic {issue.bcf_topic_guid}")
-        check_if_match(request, topic_services.document_reference_json(current))
+        check_if_match(request, topic_services.document_reference_json(topic_services.document_reference_get(issue, reference_guid)))
         reference = topic_services.document_reference_replace(project_id=project_id, issue=issue, reference_guid=reference_guid, body=request.data,
                                                               principal=Principal.of(request))
         return bare(topic_services.document_reference_json(reference))

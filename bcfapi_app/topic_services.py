@@ -221,12 +221,23 @@ def document_reference_add(*, project_id: str, issue: Issue, body, principal: Pr
     return reference
 
 
+def _reference_index(issue: Issue, reference_guid: str) -> int:
+    """Where the topic keeps the document reference `reference_guid` (GUIDs compared without case); NotFound otherwise."""
+    for index, reference in enumerate(issue.document_references):
+        if reference["guid"].lower() == reference_guid.lower():
+            return index
+    raise NotFound(f"document reference {reference_guid} not found in topic {issue.bcf_topic_guid}")
+
+
+def document_reference_get(issue: Issue, reference_guid: str) -> dict:
+    """The stored document reference `reference_guid` of the topic; NotFound otherwise."""
+    return issue.document_references[_reference_index(issue, reference_guid)]
+
+
 def document_reference_replace(*, project_id: str, issue: Issue, reference_guid: str, body, principal: Principal) -> dict:
     """PUT document_references/{guid}: the reference replaced as a whole."""
     references = list(issue.document_references)
-    index = next((i for i, reference in enumerate(references) if reference["guid"].lower() == reference_guid.lower()), None)
-    if index is None:
-        raise NotFound(f"document reference {reference_guid} not found in topic {issue.bcf_topic_guid}")
+    index = _reference_index(issue, reference_guid)
     references[index] = _document_reference(project_id, issue, body, references[index]["guid"], {"document_guid", "url", "description"}, "document_reference_PUT")
     _update(issue, {"documentReferences": references}, principal)
     return references[index]
