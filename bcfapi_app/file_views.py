@@ -9,7 +9,7 @@ from bcfapi_app import topic_services, topics
 from bcfapi_app.responses import BcfView, bare
 from core.errors import NotFound
 from models_app.models import IfcModel
-from models_app.selectors import model_current_version, model_metadata, project_links
+from models_app.selectors import model_current_version, model_metadata, project_get, project_links
 
 
 def _ifc_project(model_id: str) -> str | None:
@@ -23,7 +23,7 @@ def _ifc_project(model_id: str) -> str | None:
 def files_information(request, project_id: str) -> list[dict]:
     """project_file_information of each IFC model of the project (in the order they were added): model name,
     discipline and version to show; the file with our download URL as reference."""
-    topics.project_issues(project_id)  # 404 for an unknown project
+    project_get(project_id)  # 404 for an unknown project
     answer = []
     for link in project_links(project_id).filter(model__format=IfcModel.Format.IFC):
         model = link.model
