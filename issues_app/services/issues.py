@@ -75,10 +75,15 @@ def assignee_is_member(model_id: str, assigned_to: str) -> bool:
     return bool(project_id) and ProjectMember.objects.filter(project_id=project_id, user__username=assigned_to).exists()
 
 
+def _plain(value):
+    """A column's value as the audit trail's JSON keeps it (dates and times in ISO 8601)."""
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
 def _audit_issue(by: Principal | None, action: str, issue: Issue, changes: list | None = None) -> None:
     """issue.create / issue.update in the audit trail (the BCF API's topic events read them); changes: [[column, old, new]]."""
     if by is not None:
-        plain = [[column, old.isoformat() if hasattr(old, "isoformat") else old, new.isoformat() if hasattr(new, "isoformat") else new] for column, old, new in changes or ()]
+        plain = [[column, _plain(old), _plain(new)] for column, old, new in changes or ()]
         audit_record(by, action, object=f"issue:{issue.id}", project_id=project_of_model(issue.model_id), detail={"topic_guid": issue.bcf_topic_guid, "changes": plain})
 
 
