@@ -12,7 +12,7 @@ from bcfapi_app import topic_urls
 from bcfapi_app.foundation_views import AuthView, CurrentUserView, VersionsView
 from bcfapi_app.project_views import ExtensionsView, ProjectDetailView, ProjectListView
 
-PROJECT = "bcf/3.0/projects/<str:project_id>"
+PROJECT = topic_urls.PROJECT
 
 urlpatterns = [
     path("foundation/versions", VersionsView.as_view(), name="bcf-versions"),
