@@ -40,7 +40,7 @@ class ViewpointListView(BcfView):
         """POST viewpoints: 201 with the stored viewpoint (images given as base64 in snapshot_data / bitmap_data)."""
         issue = topics.topic_get(project_id, topic_guid)
         viewpoint = topic_services.viewpoint_create(issue=issue, body=request.data, principal=Principal.of(request))
-        return bare(viewpoint_answer(request, project_id, topics.topic_get(project_id, topic_guid), viewpoint), status=201)
+        return bare(viewpoint_answer(request, project_id, issue, viewpoint), status=201)
 
 
 class ViewpointDetailView(BcfView):
