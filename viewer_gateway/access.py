@@ -20,7 +20,7 @@ from accounts_app.mode import accounts_enabled
 from accounts_app.policy import Scope, decide
 from accounts_app.roles import Capability
 from accounts_app.secrets import SHARE_COOKIE
-from viewer_gateway.access_rules import ROUTE_RULES, route_capability
+from viewer_gateway.access_rules import ROUTE_RULES, OAuthRule, route_capability
 from api.envelope import error_response
 from api.principal import Principal, Via
 from chat_app.selectors import session_scope
@@ -35,12 +35,6 @@ SCOPE_ARGUMENTS: tuple[tuple[str, Callable[[str], Scope]], ...] = (
     ("cid", session_scope),
     ("item_id", trash_item_scope),
 )
-
-
-# A BCF client's OAuth2 token acts on the BCF and Foundation APIs (routes named bcf-...) and nowhere else, whatever
-# its user's role: the user allowed a client to sync issues, not to upload, edit, share, delete or administer (access
-# of some of those kinds would outlive the token, its revoke and the client's application).
-BCF_ROUTE_PREFIX = "bcf-"
 
 
 def route_scope(kwargs: dict) -> Scope | None:
@@ -118,7 +112,7 @@ class AccessMiddleware:
             return principal
         if principal.via == Via.SESSION and request.method not in SAFE_METHODS and _csrf_refusal(request) is not None:
             return error_response(FORBIDDEN, "CSRF check failed: send the X-CSRFToken header the page got with its session")
-        if principal.via == Via.OAUTH and capability != Capability.PUBLIC and not route.url_name.startswith(BCF_ROUTE_PREFIX):
+        if principal.via == Via.OAUTH and capability != Capability.PUBLIC and not isinstance(rule, OAuthRule):
             return error_response(FORBIDDEN, "an OAuth2 client's token acts on the BCF API (/bcf/, /foundation/) only; the rest of "
                                              "the API needs a sign-in or a personal token")
         decision = decide(principal, capability, route_scope(route.kwargs))

@@ -11,6 +11,14 @@ PUBLIC, SIGNED_IN, ACCOUNT, CREATE, ADMINISTER = (
 )
 VIEW, REVIEW, EDIT, OWN, DOWNLOAD = Capability.VIEW, Capability.REVIEW, Capability.EDIT, Capability.OWN, Capability.DOWNLOAD
 
+
+class OAuthRule(dict[str, Capability]):
+    """The rule of a route a BCF client's OAuth2 token may call (the BCF and Foundation APIs); on any other route that
+    is not public the token is refused, whatever its user's role: the user allowed a client to sync issues, not to
+    upload, edit, share, delete or administer (access of some of those kinds would outlive the token, its revoke and
+    the client's application)."""
+
+
 # URL name -> {method: capability}. HEAD and OPTIONS take GET's rule. "SIGNED_IN" on a list means the view shows only
 # what the caller may see (accounts_app.policy.visible_project_ids); on a create whose scope is named in the body, the
 # use case asks accounts_app.policy.require for it.
@@ -110,38 +118,38 @@ ROUTE_RULES: dict[str, dict[str, Capability]] = {
     "plan-diff": {"GET": VIEW},
     "plan-deliver": {"POST": EDIT},
     "plan-file": {"GET": VIEW, "PUT": EDIT},
-    # BCF API 3.0 and the Foundation API (bcfapi_app; OAuth2 by django-oauth-toolkit), docs/decisions/0010
-    "bcf-versions": {"GET": PUBLIC},
-    "bcf-auth": {"GET": PUBLIC},
-    "bcf-current-user": {"GET": SIGNED_IN},
+    # BCF API 3.0 and the Foundation API (bcfapi_app; OAuth2 by django-oauth-toolkit), docs/decisions/0010: OAuthRule
+    "bcf-versions": OAuthRule({"GET": PUBLIC}),
+    "bcf-auth": OAuthRule({"GET": PUBLIC}),
+    "bcf-current-user": OAuthRule({"GET": SIGNED_IN}),
     "oauth2-authorize": {"GET": PUBLIC, "POST": PUBLIC},
     "oauth2-token": {"POST": PUBLIC},
     "oauth2-revoke": {"POST": PUBLIC},
-    "bcf-projects": {"GET": SIGNED_IN},
-    "bcf-project": {"GET": VIEW, "PUT": OWN},
-    "bcf-extensions": {"GET": VIEW},
-    "bcf-files-information": {"GET": VIEW},
-    "bcf-topics": {"GET": VIEW, "POST": REVIEW},
-    "bcf-topics-events": {"GET": VIEW},
-    "bcf-comments-events": {"GET": VIEW},
-    "bcf-topic": {"GET": VIEW, "PUT": REVIEW, "DELETE": REVIEW},
-    "bcf-topic-files": {"GET": VIEW, "PUT": REVIEW},
-    "bcf-related-topics": {"GET": VIEW, "PUT": REVIEW},
-    "bcf-topic-events": {"GET": VIEW},
-    "bcf-document-references": {"GET": VIEW, "POST": REVIEW},
-    "bcf-document-reference": {"PUT": REVIEW},
-    "bcf-comments": {"GET": VIEW, "POST": REVIEW},
-    "bcf-comment": {"GET": VIEW, "PUT": REVIEW, "DELETE": REVIEW},
-    "bcf-comment-events": {"GET": VIEW},
-    "bcf-viewpoints": {"GET": VIEW, "POST": REVIEW},
-    "bcf-viewpoint": {"GET": VIEW, "DELETE": REVIEW},
-    "bcf-viewpoint-snapshot": {"GET": VIEW},
-    "bcf-viewpoint-bitmap": {"GET": VIEW},
-    "bcf-viewpoint-selection": {"GET": VIEW},
-    "bcf-viewpoint-coloring": {"GET": VIEW},
-    "bcf-viewpoint-visibility": {"GET": VIEW},
-    "bcf-documents": {"GET": VIEW, "POST": REVIEW},
-    "bcf-document": {"GET": VIEW},
+    "bcf-projects": OAuthRule({"GET": SIGNED_IN}),
+    "bcf-project": OAuthRule({"GET": VIEW, "PUT": OWN}),
+    "bcf-extensions": OAuthRule({"GET": VIEW}),
+    "bcf-files-information": OAuthRule({"GET": VIEW}),
+    "bcf-topics": OAuthRule({"GET": VIEW, "POST": REVIEW}),
+    "bcf-topics-events": OAuthRule({"GET": VIEW}),
+    "bcf-comments-events": OAuthRule({"GET": VIEW}),
+    "bcf-topic": OAuthRule({"GET": VIEW, "PUT": REVIEW, "DELETE": REVIEW}),
+    "bcf-topic-files": OAuthRule({"GET": VIEW, "PUT": REVIEW}),
+    "bcf-related-topics": OAuthRule({"GET": VIEW, "PUT": REVIEW}),
+    "bcf-topic-events": OAuthRule({"GET": VIEW}),
+    "bcf-document-references": OAuthRule({"GET": VIEW, "POST": REVIEW}),
+    "bcf-document-reference": OAuthRule({"PUT": REVIEW}),
+    "bcf-comments": OAuthRule({"GET": VIEW, "POST": REVIEW}),
+    "bcf-comment": OAuthRule({"GET": VIEW, "PUT": REVIEW, "DELETE": REVIEW}),
+    "bcf-comment-events": OAuthRule({"GET": VIEW}),
+    "bcf-viewpoints": OAuthRule({"GET": VIEW, "POST": REVIEW}),
+    "bcf-viewpoint": OAuthRule({"GET": VIEW, "DELETE": REVIEW}),
+    "bcf-viewpoint-snapshot": OAuthRule({"GET": VIEW}),
+    "bcf-viewpoint-bitmap": OAuthRule({"GET": VIEW}),
+    "bcf-viewpoint-selection": OAuthRule({"GET": VIEW}),
+    "bcf-viewpoint-coloring": OAuthRule({"GET": VIEW}),
+    "bcf-viewpoint-visibility": OAuthRule({"GET": VIEW}),
+    "bcf-documents": OAuthRule({"GET": VIEW, "POST": REVIEW}),
+    "bcf-document": OAuthRule({"GET": VIEW}),
     # the agent: its session is its project's; talking to it is editing, reading it is viewing
     "chat-projects": {"POST": CREATE},
     "chat-project": {"GET": VIEW, "DELETE": OWN},
