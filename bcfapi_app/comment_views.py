@@ -11,13 +11,22 @@ COMMENT_FILTER_FIELDS = {"date": odata.DATETIME, "author": odata.TEXT, "viewpoin
 COMMENT_SORT_FIELDS = {"date": odata.DATETIME}
 
 
+def comment_authorization(request, project_id: str, comment, actions: ProjectActions | None = None) -> dict:
+    """The caller's `authorization` of a comment (`actions`: the caller's in the project, once for a list)."""
+    principal = Principal.of(request)
+    return {"comment_actions": topics.comment_actions(principal, actions or ProjectActions.of(principal, project_id), comment)}
+
+
 def comment_answer(request, project_id: str, issue, comment, actions: ProjectActions | None = None) -> dict:
-    """comment_GET, with `authorization` when the request asks for it (`actions`: the caller's, once for a list)."""
+    """comment_GET, with `authorization` when the request asks for it."""
     answer = topics.comment_json(comment, issue.bcf_topic_guid)
     if topics.wants_authorization(request):
-        principal = Principal.of(request)
-        answer["authorization"] = {"comment_actions": topics.comment_actions(principal, actions or ProjectActions.of(principal, project_id), comment)}
+        answer["authorization"] = comment_authorization(request, project_id, comment, actions)
     return answer
+
+
+def check_comment_if_match(request, project_id: str, issue, comment) -> None:
+    check_if_match(request, topics.comment_json(comment, issue.bcf_topic_guid), lambda: comment_authorization(request, project_id, comment))
 
 
 class CommentListView(BcfView):
@@ -43,14 +52,14 @@ class CommentDetailView(BcfView):
         """PUT comment: text and viewpoint replaced; If-Match naming a stale ETag is refused (412)."""
         issue = topics.topic_get(project_id, topic_guid)
         comment = topics.comment_get(issue, comment_guid)
-        check_if_match(request, topics.comment_json(comment, issue.bcf_topic_guid))
+        check_comment_if_match(request, project_id, issue, comment)
         comment = topic_services.comment_replace(project_id=project_id, issue=issue, comment=comment, body=request.data, principal=Principal.of(request))
         return bare(comment_answer(request, project_id, issue, comment))
 
     def delete(self, request, project_id, topic_guid, comment_guid):
         issue = topics.topic_get(project_id, topic_guid)
         comment = topics.comment_get(issue, comment_guid)
-        check_if_match(request, topics.comment_json(comment, issue.bcf_topic_guid))
+        check_comment_if_match(request, project_id, issue, comment)
         topic_services.comment_remove(project_id=project_id, issue=issue, comment=comment, principal=Principal.of(request))
         return bare(None)
 

@@ -10,6 +10,7 @@ bytes) and an `If-None-Match` naming it answers 304; `check_if_match` guards PUT
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 from django.http import HttpResponseNotModified
@@ -59,14 +60,18 @@ def _listed_tags(header: str) -> set[str]:
     return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}
 
 
-def check_if_match(request, current) -> None:
+def check_if_match(request, current: dict, authorization: Callable[[], dict] | None = None) -> None:
     """Refuses a PUT/DELETE whose If-Match names another version than `current` (the resource's GET answer data);
-    no If-Match: the change goes ahead (the conventions make the header optional)."""
+    no If-Match: the change goes ahead (the conventions make the header optional). `authorization` gives the caller's
+    `authorization` of a resource whose GET adds it on includeAuthorization=true: the ETag of that answer matches too
+    (the PUT need not repeat the query the client read with)."""
     header = request.headers.get("If-Match")
     if not header:
         return
     tags = _listed_tags(header)
-    if "*" not in tags and etag_of(current) not in tags:
+    if "*" in tags or etag_of(current) in tags:
+        return
+    if authorization is None or etag_of({**current, "authorization": authorization()}) not in tags:
         raise PreconditionFailed()
 
 

@@ -16,11 +16,18 @@ TOPIC_FILTER_FIELDS = {
 TOPIC_SORT_FIELDS = {"creation_date": odata.DATETIME, "modified_date": odata.DATETIME, "server_assigned_id": odata.TEXT}
 
 
+def topic_authorization(request, project_id: str) -> dict:
+    """The caller's `authorization` of the project's topics."""
+    return topics.topic_authorization(ProjectActions.of(Principal.of(request), project_id), topics.topic_statuses(project_id))
+
+
 def authorization_of(request, project_id: str) -> dict | None:
     """A topic's `authorization` when the request asks for it (includeAuthorization=true), else None."""
-    if not topics.wants_authorization(request):
-        return None
-    return topics.topic_authorization(ProjectActions.of(Principal.of(request), project_id), topics.topic_statuses(project_id))
+    return topic_authorization(request, project_id) if topics.wants_authorization(request) else None
+
+
+def check_topic_if_match(request, project_id: str, issue) -> None:
+    check_if_match(request, topics.topic_json(issue), lambda: topic_authorization(request, project_id))
 
 
 def topic_answer(request, project_id: str, issue, authorization: dict | None = None) -> dict:
@@ -52,13 +59,13 @@ class TopicDetailView(BcfView):
     def put(self, request, project_id, topic_guid):
         """PUT topic: a whole replace; If-Match naming a stale ETag is refused (412)."""
         issue = topics.topic_get(project_id, topic_guid)
-        check_if_match(request, topics.topic_json(issue))
+        check_topic_if_match(request, project_id, issue)
         issue = topic_services.topic_replace(project_id=project_id, issue=issue, body=request.data, principal=Principal.of(request))
         return bare(topic_answer(request, project_id, issue))
 
     def delete(self, request, project_id, topic_guid):
         issue = topics.topic_get(project_id, topic_guid)
-        check_if_match(request, topics.topic_json(issue))
+        check_topic_if_match(request, project_id, issue)
         topic_services.topic_delete(issue=issue, principal=Principal.of(request))
         return bare(None)
 
