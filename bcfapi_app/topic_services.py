@@ -309,7 +309,7 @@ def viewpoint_create(*, issue: Issue, body, principal: Principal) -> dict:
         raise Invalid("the body must be a JSON object (viewpoint_POST)")
     body = {key: value for key, value in body.items() if key != "index"}
     body["guid"] = check_guid(body.get("guid"), "guid")
-    if body.get("guid") and any(viewpoint["guid"] == body["guid"] for viewpoint in issue.viewpoints):
+    if body["guid"] and topics.viewpoint_find(issue, body["guid"]) is not None:
         raise Conflict(f"viewpoint {body['guid']} exists already in topic {issue.bcf_topic_guid}", data={"field": "guid"})
     try:
         viewpoint = clean_viewpoint(body, "viewpoint", set(), lambda: str(uuid.uuid4()))
@@ -322,7 +322,7 @@ def viewpoint_create(*, issue: Issue, body, principal: Principal) -> dict:
 def viewpoint_remove(*, issue: Issue, viewpoint_guid: str, principal: Principal) -> None:
     """DELETE viewpoint: 409 while a comment refers to it."""
     viewpoint = topics.viewpoint_get(issue, viewpoint_guid)
-    comment = issue.comments.filter(viewpoint_guid=viewpoint["guid"]).first()
+    comment = issue.comments.filter(viewpoint_guid__iexact=viewpoint["guid"]).first()
     if comment is not None:
         raise Conflict(f"viewpoint {viewpoint['guid']} is referred to by comment {comment.guid}: change or delete the comment first")
     _update(issue, {"viewpoints": [item for item in issue.viewpoints if item["guid"] != viewpoint["guid"]]}, principal)

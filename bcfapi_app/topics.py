@@ -54,11 +54,16 @@ def comment_get(issue: Issue, comment_guid: str) -> Comment:
     return comment
 
 
+def viewpoint_find(issue: Issue, viewpoint_guid: str) -> dict | None:
+    """The topic's viewpoint of that GUID in any case (as every GUID of the API compares), or None."""
+    return next((viewpoint for viewpoint in issue.viewpoints or () if viewpoint["guid"].lower() == viewpoint_guid.lower()), None)
+
+
 def viewpoint_get(issue: Issue, viewpoint_guid: str) -> dict:
-    for viewpoint in issue.viewpoints or ():
-        if viewpoint["guid"].lower() == viewpoint_guid.lower():
-            return viewpoint
-    raise NotFound(f"viewpoint {viewpoint_guid} not found in topic {issue.bcf_topic_guid}")
+    viewpoint = viewpoint_find(issue, viewpoint_guid)
+    if viewpoint is None:
+        raise NotFound(f"viewpoint {viewpoint_guid} not found in topic {issue.bcf_topic_guid}")
+    return viewpoint
 
 
 def primary_model(project_id: str) -> IfcModel | None:
