@@ -7,7 +7,7 @@ job: {"kind", "tolerance", "distance", "a": [side], "b": [side] | null, "geometr
 "mesh": {model id: {"ifc": "/proc/self/fd/K", "out": "/proc/self/fd/L"}}} with side = {"modelId", "matrix": [16
 numbers, row-major 4x4], "guids": [GlobalIds] | null, "select"?: {"classes", "exclude"}}. The models under "mesh"
 (the agent's staged product, a model converted before clash geometry existed) have no clash geometry yet: their IFC
-is meshed here first, with the conversion's own meshing (models_app.conversion.geometry), into "out" (a file the
+is meshed here first, with the conversion's own meshing (models_app.conversion.clash_meshing), into "out" (a file the
 parent made for it), so no IFC of a run is parsed outside this sandbox; their elements' facts (class, name, storey)
 come from that IFC too, and a side's "select" picks their elements by class there (a staged product may have
 elements no conversion has seen). --out gets JSON {"clashes": [{aModel, aGuid, bModel, bGuid, point, depth,
@@ -26,7 +26,6 @@ from pathlib import Path
 from sandboxing.capped_main import capped_main
 
 MEMORY_EXIT_CODE = 3
-MESHING_MODULE = "models_app.conversion.geometry"  # write_geometry(ifc, None, threads, on_progress, clash_handle=...)
 HEARTBEAT_SECONDS = 0.2
 
 
@@ -112,16 +111,16 @@ def mesh(job: dict, heartbeat: Heartbeat) -> tuple[dict[str, str], dict[str, dic
 
     import ifcopenshell
 
+    from coordination_app.engine.geometry import WRITER_MODULE
+
     # by name, as engine.geometry names the meshing program it runs: this sandboxed process runs the conversion's own
-    # meshing (models_app's package is bound read-only into it for that); the gateway's apps never import it
-    write_geometry = importlib.import_module(MESHING_MODULE).write_geometry
+    # meshing (models_app's package is bound read-only into it); the gateway's apps never import it
+    write_clash_geometry = importlib.import_module(WRITER_MODULE).write_clash_geometry
 
     meshed, facts, count = {}, {}, len(job["mesh"])
     for index, (model_id, files) in enumerate(sorted(job["mesh"].items())):
         ifc = ifcopenshell.open(files["ifc"])
-        with open(files["out"], "wb", buffering=1 << 20) as handle:
-            write_geometry(ifc, None, 1, lambda fraction, index=index: setattr(heartbeat, "percent", 100 * (index + fraction) / count),
-                           clash_handle=handle)
+        write_clash_geometry(ifc, files["out"], 1, lambda fraction, index=index: setattr(heartbeat, "percent", 100 * (index + fraction) / count))
         facts[model_id] = ifc_facts(ifc)
         for side in ("a", "b"):
             _select(job[side], model_id, facts[model_id], ifc.schema)

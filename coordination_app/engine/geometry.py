@@ -1,10 +1,10 @@
 """The meshes a clash run works on: a model's clash-geometry.bin, which its conversion wrote while it meshed the
-elements (models_app/conversion/clash_geometry.py describes the format and writes it), read here without Django.
+elements (models_app/clash_geometry_format.py describes the format), read here without Django.
 
 `load(path)` reads the whole file once and keeps it as one buffer: each element's vertices and triangles are views
 into it (no copy), so a loaded model costs the file's size and a few small arrays.
-`build_clash_geometry(ifc_path, out_path, on_progress)` meshes an IFC that is not converted (the agent's staged
-product) in a child process (the conversion's own meshing; ifcopenshell's memory stays there).
+`build_clash_geometry(ifc_path, out_path, on_progress)` meshes an IFC in a child process, for tests and the benchmark
+(a clash run meshes the IFCs it needs in its confined child: coordination_app.run_child).
 """
 
 from __future__ import annotations
@@ -22,14 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from coordination_app.engine.errors import Cancelled
+from models_app.clash_geometry_format import ELEMENT, END, END_RECORD, HEADER, MAGIC, PLACE, PLACE_DOUBLES, padding
 
-# The format (see models_app/conversion/clash_geometry.py, which writes it)
-MAGIC = b"CLASHG01"
-ELEMENT, END = 1, 0
-HEADER = struct.Struct("<BBHII")  # tag, class length, GlobalId length, vertex count, triangle count
-END_RECORD = struct.Struct("<B3xI")
-PLACE_DOUBLES = 9  # origin, bounds
-ALIGN = 8
 WRITER_MODULE = "models_app.conversion.clash_meshing"
 POLL_SECONDS = 0.1
 
@@ -62,10 +56,6 @@ class ModelGeometry:
     def world_vertices(self, i: int) -> np.ndarray:
         """Element i's vertices in the model's world frame, float64."""
         return self.origins[i] + self.vertices[i].astype(np.float64)
-
-
-def _pad(size: int) -> int:
-    return -size % ALIGN
 
 
 class _Slices:
@@ -107,12 +97,12 @@ def load(path: Path | str) -> ModelGeometry:
             guids.append(data[start:start + guid_length].decode("utf-8"))
             types.append(data[start + guid_length:start + guid_length + kind_length].decode("ascii"))
             start += guid_length + kind_length
-            start += _pad(start)
+            start += padding(start)
             places.append(start)
             vertex_counts.append(vertex_count)
             face_counts.append(face_count)
-            start += 8 * PLACE_DOUBLES + 12 * vertex_count + 12 * face_count
-            offset = start + _pad(start)
+            start += PLACE.size + 12 * vertex_count + 12 * face_count
+            offset = start + padding(start)
             if offset > size:
                 raise GeometryError(f"{path}: cut short")
     except (IndexError, struct.error, ValueError) as exc:
@@ -126,7 +116,7 @@ def load(path: Path | str) -> ModelGeometry:
     place_at = np.array(places, dtype=np.int64)
     place = doubles[(place_at // 8)[:, None] + np.arange(PLACE_DOUBLES)] if len(places) else np.zeros((0, PLACE_DOUBLES))
     vertex_counts, face_counts = np.array(vertex_counts, dtype=np.int64), np.array(face_counts, dtype=np.int64)
-    vertex_at = (place_at + 8 * PLACE_DOUBLES) // 4
+    vertex_at = (place_at + PLACE.size) // 4
     return ModelGeometry(guids, types, place[:, :3], place[:, 3:], _Slices(singles, vertex_at, vertex_counts),
                          _Slices(integers, vertex_at + 3 * vertex_counts, face_counts))
 
@@ -134,9 +124,9 @@ def load(path: Path | str) -> ModelGeometry:
 def build_clash_geometry(ifc_path: Path | str, out_path: Path | str, on_progress=lambda fraction: None, *,
                          should_stop=lambda: False, threads: int = 1, memory_mb: int = 0) -> int:
     """Meshes the IFC at ifc_path into out_path (clash-geometry.bin, moved into place when complete) in a child
-    process running the conversion's meshing (its address space capped at memory_mb, 0: no cap; not the
-    conversion's sandbox: for IFCs this service made, such as the agent's staged product); returns how many elements
-    it holds. Raises Cancelled when should_stop() turns true (the child is killed), RuntimeError when it fails."""
+    process running the conversion's meshing (its address space capped at memory_mb, 0: no cap; no sandbox: the
+    tests' and the benchmark's own IFCs only); returns how many elements it holds. Raises Cancelled when
+    should_stop() turns true (the child is killed), RuntimeError when it fails."""
     command = [sys.executable, "-m", WRITER_MODULE, str(ifc_path), str(out_path), "--threads", str(threads), "--memory-mb", str(memory_mb)]
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}

@@ -1,6 +1,6 @@
 """The geometry work of a clash run in its own process (coordination_app.run_child), confined like an IDS check:
-bubblewrap without network, nothing writable, only `coordination_app` (and `models_app`, whose conversion meshing it
-uses, when an IFC is to be meshed: the agent's staged product) and the Python environment importable, every file a
+bubblewrap without network, nothing writable, only `coordination_app`, `models_app` (the clash-geometry format and,
+when an IFC is to be meshed, the conversion's meshing: the agent's staged product) and the Python environment importable, every file a
 descriptor opened here (an IFC to mesh read-only, its mesh a new file of the run's work folder), a per-run cgroup with a memory and process cap (refused without one unless the
 operator opted in: conversionAllowNoCgroup), killed whole at the time limit or when the run is cancelled (the child
 prints a heartbeat several times a second; should_stop is asked at each line)."""
@@ -110,7 +110,7 @@ def find_clashes_confined(a: list[ElementSet], b: list[ElementSet] | None, *, ki
             command = python_command(limits, [
                 "-m", "coordination_app.run_child", "--job", f"/proc/self/fd/{job}", "--out", f"/proc/self/fd/{out}",
                 "--memory-mb", "0" if cgroup else str(limits.memory_mb),
-            ], packages=("coordination_app", "sandboxing", "models_app") if mesh else ("coordination_app", "sandboxing"))
+            ], packages=("coordination_app", "sandboxing", "models_app"))
             argv, chain_env = bwrap.limited(command, rlimits={**limits.rlimits(), "cpu": int(timeout) + 5}, cgroup=cgroup,
                                             seccomp_fd=passed.add(seccomp.program_fd()))
             stage = ConfinedProcess(argv, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **chain_env}, pass_fds=tuple(passed.fds))

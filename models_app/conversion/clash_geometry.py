@@ -6,34 +6,14 @@ model's own IFC world frame (metres, Z up), openings subtracted as in the XKT. E
 float32 offsets from a float64 origin (the centre of its bounds), so a georeferenced model a thousand kilometres
 from its origin keeps sub-millimetre precision.
 
-Format (little-endian), every record starting at a multiple of 8 bytes from the start of the file:
-  magic  8 bytes b"CLASHG01"
-  element record:
-    u8 tag 1, u8 length of the IFC class name, u16 length of the GlobalId, u32 vertex count nv, u32 triangle count nt,
-    utf-8 GlobalId, ascii class name, zero padding to a multiple of 8,
-    f64[3] origin, f64[6] bounds (min x y z, max x y z, world frame),
-    f32[3 nv] vertices relative to the origin, i32[3 nt] triangles (vertex indices), zero padding to a multiple of 8
-  end record: u8 tag 0, 3 zero bytes, u32 number of element records
-Elements without triangles (lines only) are left out.
+The format: models_app.clash_geometry_format. Elements without triangles (lines only) are left out.
 """
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 
-MAGIC = b"CLASHG01"
-ELEMENT, END = 1, 0
-HEADER = struct.Struct("<BBHII")  # tag, class length, GlobalId length, vertex count, triangle count
-END_RECORD = struct.Struct("<B3xI")
-PLACE = struct.Struct("<9d")  # origin, bounds
-ALIGN = 8
-
-
-def padding(size: int) -> int:
-    """Zero bytes after `size` bytes so the next field starts at a multiple of ALIGN."""
-    return -size % ALIGN
+from models_app.clash_geometry_format import ELEMENT, END, END_RECORD, HEADER, MAGIC, PLACE, padding
 
 
 class ClashGeometryWriter:

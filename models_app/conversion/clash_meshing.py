@@ -1,5 +1,6 @@
-"""Meshing an IFC that is not converted (the agent's staged product) into clash-geometry.bin alone, for the clash
-engine (coordination_app.engine.geometry.build_clash_geometry runs this module in a child process):
+"""Meshing an IFC into clash-geometry.bin alone, without a conversion (the agent's staged product, a model converted
+before clash geometry existed): the clash run's confined child calls write_clash_geometry; tests and the benchmark
+run this module in a child process (coordination_app.engine.geometry.build_clash_geometry):
 
     python -m models_app.conversion.clash_meshing IFC OUT [--threads N] [--memory-mb M]
 """
@@ -7,23 +8,28 @@ engine (coordination_app.engine.geometry.build_clash_geometry runs this module i
 from __future__ import annotations
 
 
+def write_clash_geometry(ifc, out_path: str, threads: int = 1, on_progress=lambda fraction: None) -> int:
+    """clash-geometry.bin of an opened IFC into out_path: the conversion's meshing (geometry.write_geometry) without
+    its other outputs; returns how many elements it holds. The clash run's confined child calls this too
+    (coordination_app.run_child), on an IFC whose elements it reads afterwards."""
+    from models_app.conversion.geometry import write_geometry
+
+    with open(out_path, "wb", buffering=1 << 20) as handle:
+        return write_geometry(ifc, None, threads, on_progress, clash_handle=handle)
+
+
 def mesh_ifc(ifc_path: str, out_path: str, threads: int = 1, on_progress=lambda fraction: None) -> int:
-    """clash-geometry.bin of an IFC that is not converted (the agent's staged product): the conversion's meshing
-    (geometry.write_geometry) without its other outputs, written beside out_path and moved into place when
-    complete; returns how many elements it holds."""
+    """write_clash_geometry of the IFC at ifc_path, written beside out_path and moved into place when complete."""
     import os
     import tempfile
 
     import ifcopenshell
 
-    from models_app.conversion.geometry import write_geometry
-
     ifc = ifcopenshell.open(ifc_path)
-    folder = os.path.dirname(os.path.abspath(out_path))
-    fd, temp = tempfile.mkstemp(prefix=".clash-geometry.", suffix=".tmp", dir=folder)
+    fd, temp = tempfile.mkstemp(prefix=".clash-geometry.", suffix=".tmp", dir=os.path.dirname(os.path.abspath(out_path)))
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as handle:
-            count = write_geometry(ifc, None, threads, on_progress, clash_handle=handle)
+        count = write_clash_geometry(ifc, temp, threads, on_progress)
         os.replace(temp, out_path)
     except BaseException:
         os.unlink(temp)
