@@ -96,11 +96,9 @@ def _select(sides: list[dict] | None, model_id: str, facts: dict[str, dict], sch
     a converted model's from its metadata)."""
     from coordination_app.engine import selection
 
-    types = {guid: fact["type"] for guid, fact in facts.items()}
     for side in sides or ():
-        select = side.get("select")
-        if side["modelId"] == model_id and select is not None:
-            side["guids"] = sorted(selection.select(types, schema, select.get("classes"), select.get("exclude") or None))
+        if side["modelId"] == model_id and (chosen := selection.picked(facts, schema, side.get("select"))) is not None:
+            side["guids"] = sorted(chosen)
 
 
 def mesh(job: dict, heartbeat: Heartbeat) -> tuple[dict[str, str], dict[str, dict]]:

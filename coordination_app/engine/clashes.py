@@ -361,7 +361,7 @@ class _Elements:
             local.append(chosen)
             in_a.append(side_a[chosen])
             in_b.append(side_b[chosen])
-            boxes.append(_moved_boxes(geometry.bounds[chosen], matrix))
+            boxes.append(moved_boxes(geometry.bounds[chosen], matrix))
         self.model = np.concatenate(model_ids) if model_ids else np.zeros(0, int)
         self.local = np.concatenate(local) if local else np.zeros(0, int)
         self.in_a = np.concatenate(in_a) if in_a else np.zeros(0, bool)
@@ -432,7 +432,7 @@ def _selected(geometry: ModelGeometry, sets: list[ElementSet]) -> np.ndarray:
 _CORNERS = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], dtype=bool)
 
 
-def _moved_boxes(bounds: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+def moved_boxes(bounds: np.ndarray, matrix: np.ndarray) -> np.ndarray:
     """The project-frame boxes of model-frame boxes (n, 6): the box of their 8 moved corners."""
     if np.allclose(matrix[:3, :3], np.eye(3)):
         return bounds + np.r_[matrix[:3, 3], matrix[:3, 3]]
@@ -525,22 +525,34 @@ def _axis_blocks(first: _Shape, second: _Shape):
     yield complete
 
 
-def separation(first: _Shape, second: _Shape, enough: float = -np.inf) -> tuple[float, bool]:
-    """The smallest overlap of the two hulls' projections over the separating axes (see the module's description)
-    and whether every axis was tried: the penetration depth of two convex shapes, an upper bound of it otherwise;
-    negative: a gap, a lower bound of their distance. Stops at the first axis overlapping by `enough` or less."""
-    p_points, q_points = first.hull_points, second.hull_points + (second.origin - first.origin)
-    smallest = np.inf
+def _smallest_overlaps(first, second, offsets: np.ndarray, enough: float = -np.inf) -> tuple[np.ndarray, bool]:
+    """The smallest overlap of two forms' hull projections over the separating axes, for each offset (n, 3) of the
+    second's origin from the first's, and whether every axis was tried. Stops at the first axis block after which
+    every overlap is `enough` or less."""
+    smallest = np.full(len(offsets), np.inf)
     for block in _axis_blocks(first, second):
         if isinstance(block, bool):
             return smallest, block
         if not len(block):
             continue
-        p, q = p_points @ block.T, q_points @ block.T
-        smallest = min(smallest, float(np.minimum(p.max(axis=0) - q.min(axis=0), q.max(axis=0) - p.min(axis=0)).min()))
-        if smallest <= enough:
+        p, q = first.hull_points @ block.T, second.hull_points @ block.T
+        p_low, p_high, q_low, q_high = p.min(axis=0), p.max(axis=0), q.min(axis=0), q.max(axis=0)
+        rows = max(1, DISTANCE_BLOCK // len(block))
+        for start in range(0, len(offsets), rows):
+            shift = offsets[start:start + rows] @ block.T
+            overlap = np.minimum(p_high - (q_low + shift), (q_high + shift) - p_low)
+            smallest[start:start + rows] = np.minimum(smallest[start:start + rows], overlap.min(axis=1))
+        if (smallest <= enough).all():
             return smallest, True
     return smallest, True
+
+
+def separation(first: _Shape, second: _Shape, enough: float = -np.inf) -> tuple[float, bool]:
+    """The smallest overlap of the two hulls' projections over the separating axes (see the module's description)
+    and whether every axis was tried: the penetration depth of two convex shapes, an upper bound of it otherwise;
+    negative: a gap, a lower bound of their distance. Stops at the first axis overlapping by `enough` or less."""
+    smallest, exact = _smallest_overlaps(first, second, (second.origin - first.origin)[None, :], enough)
+    return float(smallest[0]), exact
 
 
 def separations(elements: "_Elements", pairs: np.ndarray, clock: _Clock) -> tuple[np.ndarray, np.ndarray]:
@@ -556,21 +568,7 @@ def separations(elements: "_Elements", pairs: np.ndarray, clock: _Clock) -> tupl
         members = np.array(members)
         first, second = elements.form(int(pairs[members[0], 0])), elements.form(int(pairs[members[0], 1]))
         offsets = elements.origins[pairs[members, 1]] - elements.origins[pairs[members, 0]]
-        smallest = np.full(len(members), np.inf)
-        for block in _axis_blocks(first, second):
-            if isinstance(block, bool):
-                exact[members] = block
-                break
-            if not len(block):
-                continue
-            p, q = first.hull_points @ block.T, second.hull_points @ block.T
-            p_low, p_high, q_low, q_high = p.min(axis=0), p.max(axis=0), q.min(axis=0), q.max(axis=0)
-            rows = max(1, DISTANCE_BLOCK // len(block))
-            for start in range(0, len(members), rows):
-                shift = offsets[start:start + rows] @ block.T
-                overlap = np.minimum(p_high - (q_low + shift), (q_high + shift) - p_low)
-                smallest[start:start + rows] = np.minimum(smallest[start:start + rows], overlap.min(axis=1))
-        values[members] = smallest
+        values[members], exact[members] = _smallest_overlaps(first, second, offsets)
     return values, exact
 
 

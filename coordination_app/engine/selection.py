@@ -53,3 +53,16 @@ def select(types_by_guid: dict[str, str], schema: str, classes: list[str] | None
         if (not wanted or above & wanted) and not above & unwanted:
             chosen.append(guid)
     return frozenset(chosen)
+
+
+def filters(side: dict | None) -> bool:
+    """Whether a test's side (or a clash job's "select") takes only some classes: it names classes or excludes some."""
+    return side is not None and (side.get("classes") is not None or bool(side.get("exclude")))
+
+
+def picked(facts: dict[str, dict], schema: str, side: dict | None) -> frozenset[str] | None:
+    """The GlobalIds among `facts` ({GlobalId: {type, ...}}, engine.elements.facts) that the side's class filter
+    takes; None when it has none (every element)."""
+    if not filters(side):
+        return None
+    return select({guid: fact["type"] for guid, fact in facts.items()}, schema, side.get("classes"), side.get("exclude") or None)

@@ -17,6 +17,7 @@ from pathlib import Path
 from django.conf import settings
 
 from coordination_app.engine.clashes import ClashFact, ElementSet
+from coordination_app.engine import selection
 from coordination_app.engine.errors import Cancelled
 from coordination_app.run_child import MEMORY_EXIT_CODE
 from models_app.public import ConversionLimits
@@ -59,7 +60,7 @@ def _sides(sets: list[ElementSet] | None, spec: dict | None, meshes: dict[str, P
     for item in sets:
         side = {"modelId": item.model_id, "matrix": [float(value) for value in item.matrix.reshape(-1)],
                 "guids": None if item.guids is None else sorted(item.guids)}
-        if item.model_id in meshes and spec and (spec.get("classes") is not None or spec.get("exclude")):
+        if item.model_id in meshes and selection.filters(spec):
             side["select"] = {"classes": spec.get("classes"), "exclude": spec.get("exclude") or []}
         sides.append(side)
     return sides

@@ -28,6 +28,7 @@ import numpy as np
 from django.db import transaction
 
 from api.signatures import Signature
+from coordination_app.engine.clashes import moved_boxes
 from coordination_app.grouping import group_ids, grouping_checked
 from coordination_app.issue_models import ClashIssue
 from coordination_app.models import PRESENT, Clash, ClashRun, ClashSighting, ClashTest
@@ -163,10 +164,8 @@ def _inverse_placement(placements: dict[str, np.ndarray], model_id: str) -> np.n
     return np.linalg.inv(placements.get(model_id, np.eye(4)))
 
 
-def _transform_box(box: list[float], matrix: np.ndarray) -> list[float]:
-    corners = np.array([[x, y, z, 1.0] for x in (box[0], box[3]) for y in (box[1], box[4]) for z in (box[2], box[5])])
-    moved = corners @ matrix.T
-    return [*moved[:, :3].min(axis=0).tolist(), *moved[:, :3].max(axis=0).tolist()]
+def _moved_box(box: list[float], matrix: np.ndarray) -> list[float]:
+    return moved_boxes(np.array([box], dtype=float), matrix)[0].tolist()
 
 
 def section_box(point: list[float], boxes: list[list[float]]) -> list[float]:
@@ -218,7 +217,7 @@ def clash_viewpoint(model_id: str, clashes: list[ClashFacts], placements: dict[s
     for facts in clashes:
         point = (to_model @ np.array([*facts.point, 1.0]))[:3].tolist()
         boxes = [
-            _transform_box(bounds[(element.model_id, element.guid)], to_model @ placements.get(element.model_id, np.eye(4)))
+            _moved_box(bounds[(element.model_id, element.guid)], to_model @ placements.get(element.model_id, np.eye(4)))
             for element in (facts.a, facts.b) if (element.model_id, element.guid) in bounds
         ]
         sections.append(section_box(point, boxes))

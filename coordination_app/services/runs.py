@@ -195,13 +195,8 @@ def _geometry_source(model_id: str, staged: bool) -> tuple[Path | None, Path]:
 def _element_sets(side: dict | None, placements: dict, paths: dict, facts: dict, schemas: dict) -> list | None:
     if side is None:
         return None
-    sets = []
-    for model_id in side["models"]:
-        types = {guid: fact["type"] for guid, fact in facts[model_id].items()}
-        filtered = side.get("classes") is not None or bool(side.get("exclude"))
-        guids = selection.select(types, schemas[model_id], side.get("classes"), side.get("exclude") or None) if filtered else None
-        sets.append(ElementSet(model_id=model_id, geometry_path=paths[model_id], matrix=placements[model_id], guids=guids))
-    return sets
+    return [ElementSet(model_id=model_id, geometry_path=paths[model_id], matrix=placements[model_id],
+                       guids=selection.picked(facts[model_id], schemas[model_id], side)) for model_id in side["models"]]
 
 
 def _announce(run: ClashRun, staged: bool) -> None:

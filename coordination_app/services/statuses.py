@@ -30,10 +30,14 @@ from models_app.selectors import model_metadata
 NO_CHANGE = object()
 
 
+def _other_current_runs(run: ClashRun):
+    """The test's other done runs that were not on a staged product (those that set its clashes' state)."""
+    return ClashRun.objects.filter(test_id=run.test_id, status=ClashRun.Status.DONE, staged=False).exclude(pk=run.pk)
+
+
 def previous_run(run: ClashRun) -> ClashRun | None:
     """The last done run of the same test before this one that was not on a staged product."""
-    earlier = ClashRun.objects.filter(test_id=run.test_id, status=ClashRun.Status.DONE, staged=False, created_at__lt=run.created_at)
-    return earlier.exclude(pk=run.pk).order_by("-created_at").first()
+    return _other_current_runs(run).filter(created_at__lt=run.created_at).order_by("-created_at").first()
 
 
 def _side(model_id: str, guid: str, facts: dict) -> dict:
@@ -59,10 +63,7 @@ class _Presence:
 def _sets_current_state(run: ClashRun) -> bool:
     """Whether the run's outcome becomes its clashes' current state: not a staged run, and no newer run of the test
     recorded before it."""
-    if run.staged:
-        return False
-    newer = ClashRun.objects.filter(test_id=run.test_id, status=ClashRun.Status.DONE, staged=False, created_at__gt=run.created_at)
-    return not newer.exclude(pk=run.pk).exists()
+    return not run.staged and not _other_current_runs(run).filter(created_at__gt=run.created_at).exists()
 
 
 def _rounded(point: Iterable[float]) -> list[float]:
