@@ -20,6 +20,7 @@ from accounts_app.roles import Capability
 from chat_app.agent.tools import ToolCall, ToolError, ToolResult, agent_tool, call_service, json_output
 from coordination_app import selectors
 from coordination_app.models import PRESENT, ClashRun
+from coordination_app.services.pinning import ClashFacts, done_run
 from coordination_app.services.runs import clash_run_now, run_cancel, run_request
 from core import cancellation
 from models_app.models import IfcModel
@@ -29,6 +30,7 @@ RUN_ID = {"type": "string", "pattern": "^r_[0-9a-f]{16}$"}
 POLL_SECONDS = 0.5
 WAIT_SECONDS = 30 * 60  # how long run_clash_test waits for a queued run (workers busy, two big models)
 CLASHES_SHOWN = 40  # clashes of each kind named in an answer (the counts are complete)
+CLASHES_READ = 200  # clashes read_clashes names (the count is complete)
 ENDED = (ClashRun.Status.DONE, ClashRun.Status.FAILED, ClashRun.Status.CANCELLED)
 
 
@@ -65,12 +67,10 @@ def _element_words(side: dict, models: dict[str, str]) -> str:
 
 
 def _clash_line(sighting, models: dict[str, str]) -> str:
-    clash = sighting.clash
-    measure = (f", depth {sighting.depth * 1000:.0f} mm" if sighting.depth is not None else
-               f", distance {sighting.distance * 1000:.0f} mm" if sighting.distance is not None else "")
+    clash, facts = sighting.clash, ClashFacts.of(sighting)
     review = f", {clash.review_status}" if clash.review_status else ""
-    point = ", ".join(f"{v:.2f}" for v in sighting.point or clash.point)
-    return f"{clash.id} [{sighting.status}{review}] {_element_words(clash.a, models)} x {_element_words(clash.b, models)}{measure} at ({point})"
+    point = ", ".join(f"{v:.2f}" for v in facts.point)
+    return f"{clash.id} [{sighting.status}{review}] {_element_words(clash.a, models)} x {_element_words(clash.b, models)}, {facts.measure()} at ({point})"
 
 
 def _listed(title: str, sightings: list, models: dict[str, str]) -> list[str]:
@@ -139,9 +139,7 @@ def run_clash_test(call: ToolCall) -> ToolResult:
     run = call_service(run_request, test, trigger=ClashRun.Trigger.AGENT, by=call.signature.author, staged=staged)
     if staged:
         threading.Thread(target=_run_here, args=(run.id,), name=f"clash-run-{run.id}", daemon=True).start()
-    run = _wait(run, time.monotonic() + WAIT_SECONDS)
-    if run.status != ClashRun.Status.DONE:
-        raise ToolError(f"run {run.id} {run.status}" + (f": {run.error}" if run.error else ""))
+    run = call_service(done_run, _wait(run, time.monotonic() + WAIT_SECONDS))
     text, numbers = run_report(run)
     summary = numbers["summary"]
     return ToolResult(text, title=f"clash run {run.id}{' (staged)' if staged else ''}: {summary['total']} present, {summary['new']} new, "
@@ -161,13 +159,13 @@ def read_clashes(call: ToolCall) -> ToolResult:
         run = call_service(lambda: selectors.clash_run_list(project_id, name).filter(status=ClashRun.Status.DONE, staged=False).first())
         if run is None:
             raise ToolError(f"clash test {name} has no done run yet: run it with run_clash_test")
-    if run.status != ClashRun.Status.DONE:
-        raise ToolError(f"run {run.id} is {run.status}: its clashes exist once it is done")
+    call_service(done_run, run)
     sightings = list(call_service(selectors.run_sightings, run, call.arguments.get("status")))
-    models = _model_names(sightings[:200])
-    lines = [f"Run {run.id} of {name}{' (staged)' if run.staged else ''}: {len(sightings)} clash(es)", *(_clash_line(s, models) for s in sightings[:200])]
-    if len(sightings) > 200:
-        lines.append(f"... and {len(sightings) - 200} more: ask for one status at a time")
+    named = sightings[:CLASHES_READ]
+    models = _model_names(named)
+    lines = [f"Run {run.id} of {name}{' (staged)' if run.staged else ''}: {len(sightings)} clash(es)", *(_clash_line(s, models) for s in named)]
+    if len(sightings) > CLASHES_READ:
+        lines.append(f"... and {len(sightings) - CLASHES_READ} more: ask for one status at a time")
     return ToolResult("\n".join(lines), title=f"{len(sightings)} clash(es) of {run.id}",
                       metadata={"projectId": project_id, "runId": run.id, "count": len(sightings), "summary": selectors.run_summary(run)})
 
