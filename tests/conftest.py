@@ -63,3 +63,14 @@ def pytest_sessionfinish(session, exitstatus):
             "processes started by the tests were still running and have been killed:\n  " + "\n  ".join(survivors), red=True
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """pytest-django sorts the whole run into database / transactional / other tests, which splits a module that has
+    some of each and sets its module-scoped fixtures (a stack of real processes, an OpenID provider) up once per
+    part. Each module's tests are gathered again where its first one stands, keeping pytest-django's order inside."""
+    first_of_module = {}
+    for index, item in enumerate(items):
+        first_of_module.setdefault(item.path, index)
+    items.sort(key=lambda item: first_of_module[item.path])
