@@ -39,6 +39,7 @@ import ifcopenshell.util.element
 from ifctester import facet as ifctester_facet
 
 UNCACHED = object()  # a key that says: ask the facet about this element directly
+INVERSE = 2  # ifcopenshell's attribute category of an inverse attribute
 
 
 @dataclass
@@ -61,6 +62,32 @@ def _value_key(value):
     if isinstance(value, ifcopenshell.entity_instance):
         return ("entity", value.id()) if value.is_entity() else ("value", value.is_a(), repr(value.wrappedValue))
     return UNCACHED
+
+
+def _attribute_place(element, name: str) -> tuple:
+    """(category, argument index, takes text as it is) of an attribute in the element's class: category 1 = a forward
+    attribute, read by its index; text is taken as it is unless the attribute is a LOGICAL (whose 'UNKNOWN' ifctester
+    reads as empty)."""
+    category = element.get_attribute_category(name)
+    if category != 1:
+        return category, -1, False
+    index = element.get_argument_index(name)
+    try:
+        return category, index, element.attribute_type(index) != "LOGICAL"
+    except Exception:  # noqa: BLE001 - ifctester then looks further: ask it
+        return category, index, False
+
+
+def _text_outcome(facet, text: str):
+    """What ifctester's Attribute facet answers for a forward attribute holding non-empty text (not a LOGICAL):
+    a value to compare is compared with the text (a simple value or a restriction, as ifctester compares it), and a
+    prohibited facet turns the verdict around. Worked out here because the facet's own call reads the attribute and
+    its declaration again for each distinct text (tens of thousands of names and GlobalIds); the tests compare it
+    with the facet's answer."""
+    passed = not facet.value or not text != facet.value
+    if facet.cardinality == "prohibited":
+        return ifctester_facet.AttributeResult(not passed, {"type": "PROHIBITED"})
+    return ifctester_facet.AttributeResult(passed, None if passed else {"type": "VALUE", "actual": text})
 
 
 def _item_content(item, value_matters: bool):
@@ -92,7 +119,11 @@ class ModelIndex:
         self.contents: dict[tuple, tuple] = {}  # (property set id, baseName, has a value) -> content key
         self.types: dict[int, object] = {}  # element id -> its type (ifcopenshell's get_type)
         self.type_psets: dict[int, tuple | None] = {}  # type id -> ([(name, set)], {name: first set})
-        self.associations: dict[int, tuple] = {}  # element id -> its HasAssociations
+        self.relations: dict[str, dict[int, list]] = {}  # relationship class -> {related element id: [relationships]}
+        self.inverses: dict[tuple, bool] = {}  # (class, inverse attribute) -> the class has it
+        self.subclasses: dict[tuple, bool] = {}  # (class, class) -> is_a
+        self.defined_sets: dict[int, list] = {}  # property relationship id -> [(Name, property set)]
+        self.definitions: dict[int, tuple] = {}  # property set id -> (class, Name, ((property name, property), ...))
         self.attribute_indexes: dict[tuple, tuple] = {}  # (class, attribute) -> (category, argument index)
         self.hops: dict[tuple, object] = {}  # (relation, element id) -> first related entity
         self.name_matches: dict[tuple, bool] = {}  # (id(facet), pset name) -> the facet's propertySet matches it
@@ -152,6 +183,7 @@ class ModelIndex:
         if found is None:
             key_of = self._key_function(facet)
             known: dict = {}
+            text_outcome = functools.partial(_text_outcome, facet) if isinstance(facet, ifctester_facet.Attribute) else None
 
             def ask(element):
                 key = key_of(element)
@@ -159,7 +191,7 @@ class ModelIndex:
                     return facet(element)
                 outcome = known.get(key, UNCACHED)
                 if outcome is UNCACHED:
-                    outcome = known[key] = facet(element)
+                    outcome = known[key] = text_outcome(key[2]) if text_outcome is not None and len(key) == 3 else facet(element)
                 return outcome
 
             found = self.askers[id(facet)] = facet if key_of is None else ask
@@ -185,38 +217,71 @@ class ModelIndex:
         return None
 
     def _attribute_key(self, facet, element):
+        """(class, value key), or (class, value key, text) for non-empty text that ifctester cannot take for empty (see
+        _text_outcome); (class, category) for an attribute that is not a forward one."""
         ifc_class = element.is_a()
         where = self.attribute_indexes.get((ifc_class, facet.name))
-        if where is None:  # (category, argument index) per class: 1 = a forward attribute, read by its index
-            category = element.get_attribute_category(facet.name)
-            where = self.attribute_indexes[(ifc_class, facet.name)] = (category, element.get_argument_index(facet.name) if category == 1 else -1)
+        if where is None:
+            where = self.attribute_indexes[(ifc_class, facet.name)] = _attribute_place(element, facet.name)
         if where[0] != 1:
             return ifc_class, where[0]
-        value = _value_key(element[where[1]])
+        value = element[where[1]]
+        if where[2] and value.__class__ is str and value:
+            return ifc_class, (str, value), value
+        value = _value_key(value)
         return UNCACHED if value is UNCACHED else (ifc_class, value)
 
-    def _associations(self, element) -> tuple:
-        found = self.associations.get(element.id())
+    def _is(self, element, ifc_class: str) -> bool:
+        """element.is_a(ifc_class), decided once per class (ifcopenshell takes ~10 times as long as a dict)."""
+        key = (element.is_a(), ifc_class)
+        found = self.subclasses.get(key)
         if found is None:
-            found = self.associations[element.id()] = tuple(getattr(element, "HasAssociations", None) or ())
+            found = self.subclasses[key] = element.is_a(ifc_class)
         return found
+
+    def _has_inverse(self, element, inverse: str) -> bool:
+        key = (element.is_a(), inverse)
+        found = self.inverses.get(key)
+        if found is None:
+            found = self.inverses[key] = element.get_attribute_category(inverse) == INVERSE
+        return found
+
+    def _related(self, element, relation: str, inverse: str) -> list:
+        """The relationships of a class (subtypes included) that relate the element, as its inverse attribute lists
+        them: read by one pass over the relationships of the model, not per element (ifcopenshell keeps both the
+        inverses and by_type in id order); none for an element whose class has no such inverse."""
+        if not self._has_inverse(element, inverse):
+            return []
+        related = self.relations.get(relation)
+        if related is None:
+            related = self.relations[relation] = {}
+            for relationship in sorted(self.ifc.by_type(relation), key=ifcopenshell.entity_instance.id):
+                for element_related in relationship[4] or ():  # RelatedObjects / RelatedElements
+                    related.setdefault(element_related.id(), []).append(relationship)
+        return related.get(element.id(), [])
 
     def _references(self, element):
         """What ifcopenshell's get_references reads of an object: its type's references (a function of the type) and
         its own, in the order of its associations (the order its set of references is built in); other elements
         (materials, references, ...) read theirs another way: asked directly."""
-        if not element.is_a("IfcRoot"):
+        if not self._is(element, "IfcRoot"):
             return UNCACHED
-        element_type = self._type(element) if element.is_a("IfcObject") else None
-        own = tuple(rel.RelatingClassification for rel in self._associations(element) if rel.is_a("IfcRelAssociatesClassification"))
+        element_type = self._type(element) if self._is(element, "IfcObject") else None
+        own = tuple(rel[5] for rel in self._related(element, "IfcRelAssociatesClassification", "HasAssociations"))  # RelatingClassification
         return "references", element_type if element_type is not element else None, own
 
     def _material(self, element):
         """What ifcopenshell's get_material (usages skipped) reads: the material of the element's first material
-        association, else its type's (when the type has associations)."""
-        own = next((rel for rel in self._associations(element) if rel.is_a("IfcRelAssociatesMaterial")), None)
-        if own is not None:
-            return "own", own.RelatingMaterial
+        association (the set of a set usage: the walls of one layer set share it), else its type's (when the type
+        has associations)."""
+        own = self._related(element, "IfcRelAssociatesMaterial", "HasAssociations")
+        if own:
+            material = own[0][5]  # RelatingMaterial
+            if self._is(material, "IfcMaterialLayerSetUsage"):
+                return "own", material.ForLayerSet
+            if not self.ifc2x3 and self._is(material, "IfcMaterialProfileSetUsage"):
+                return "own", material.ForProfileSet
+            return "own", material
         element_type = self._type(element)
         return "type", element_type if element_type is not element else None
 
@@ -231,15 +296,15 @@ class ModelIndex:
             found = self.hops[key] = self._first_hop(facet, relation, element)
         return relation, found
 
-    @staticmethod
-    def _first_hop(facet, relation, element):
+    def _first_hop(self, facet, relation, element):
         """The entity ifctester's PartOf facet reads first for this relation (all it reads next depends on it)."""
         if not relation:
             return facet.get_parent(element)
         if relation == "IFCRELAGGREGATES":
             return ifcopenshell.util.element.get_aggregate(element)
-        if relation == "IFCRELCONTAINEDINSPATIALSTRUCTURE":
-            return ifcopenshell.util.element.get_container(element)
+        if relation == "IFCRELCONTAINEDINSPATIALSTRUCTURE":  # get_container: the direct container, else the parent's
+            contained = self._related(element, "IfcRelContainedInSpatialStructure", "ContainedInStructure")
+            return contained[0][5] if contained else ifcopenshell.util.element.get_container(element)  # RelatingStructure
         if relation == "IFCRELNESTS":
             return ifcopenshell.util.element.get_nest(element)
         return next((rel.RelatingGroup for rel in getattr(element, "HasAssignments", []) or [] if rel.is_a("IfcRelAssignsToGroup")), None)
@@ -272,25 +337,21 @@ class ModelIndex:
         if element_id in self.pset_contexts:
             return self.pset_contexts[element_id]
         context = None
-        if element.is_a("IfcMaterialDefinition") or element.is_a("IfcProfileDef"):
+        if self._is(element, "IfcMaterialDefinition") or self._is(element, "IfcProfileDef"):
             if not self.ifc2x3:  # IFC4+: its own extended property sets, no type (IFC2X3 reads them another way)
                 own = [(definition.Name, definition) for definition in (getattr(element, "HasProperties", None) or ())]
                 own_first: dict = {}
                 for name, definition in own:
                     own_first.setdefault(name, definition)
                 context = ([], own, {}, own_first)
-        elif not (element.is_a("IfcTypeObject") or (self.ifc2x3 and element.is_a("IfcMaterial"))):
-            defined_by = getattr(element, "IsDefinedBy", None)
-            if defined_by is not None:
+        elif not (self._is(element, "IfcTypeObject") or (self.ifc2x3 and self._is(element, "IfcMaterial"))):
+            if self._has_inverse(element, "IsDefinedBy"):
                 element_type = self._type(element)
                 type_psets = self._type_psets(element_type) if element_type is not None else ([], {})
                 if type_psets is not None:
                     own = []
-                    for relationship in defined_by:
-                        if relationship.is_a("IfcRelDefinesByProperties"):
-                            definition = relationship[5]  # RelatingPropertyDefinition
-                            members = definition.wrappedValue if definition.is_a("IfcPropertySetDefinitionSet") else (definition,)
-                            own += [(member[2], member) for member in members]  # (Name, the set)
+                    for relationship in self._related(element, "IfcRelDefinesByProperties", "IsDefinedBy"):
+                        own += self._defined_sets(relationship)
                     own_first: dict = {}
                     for name, definition in own:
                         own_first.setdefault(name, definition)
@@ -298,12 +359,21 @@ class ModelIndex:
         self.pset_contexts[element_id] = context
         return context
 
+    def _defined_sets(self, relationship) -> list:
+        """[(Name, property set)] of a property relationship's definition (the members of a set of them), once."""
+        found = self.defined_sets.get(relationship.id())
+        if found is None:
+            definition = relationship[5]  # RelatingPropertyDefinition
+            members = definition.wrappedValue if self._is(definition, "IfcPropertySetDefinitionSet") else (definition,)
+            found = self.defined_sets[relationship.id()] = [(member[2], member) for member in members]
+        return found
+
     def _type_psets(self, element_type):
         """A type's property sets [(name, definition)] and the first of each name, once per type; None for a type
         that is not an IfcTypeObject (its occurrences' property sets are then asked about directly)."""
         type_id = element_type.id()
         if type_id not in self.type_psets:
-            if element_type.is_a("IfcTypeObject"):
+            if self._is(element_type, "IfcTypeObject"):
                 psets = [(definition[2], definition) for definition in (element_type.HasPropertySets or ())]
                 first: dict = {}
                 for name, definition in psets:
@@ -318,13 +388,11 @@ class ModelIndex:
         element_id = element.id()
         found = self.types.get(element_id, UNCACHED)
         if found is UNCACHED:
-            if element.is_a("IfcTypeObject"):
+            if self._is(element, "IfcTypeObject"):
                 found = element
-            elif not self.ifc2x3:
-                typed = getattr(element, "IsTypedBy", None) or ()
-                found = typed[0].RelatingType if typed else None
-            else:
-                found = next((rel.RelatingType for rel in getattr(element, "IsDefinedBy", None) or () if rel.is_a("IfcRelDefinesByType")), None)
+            else:  # IFC2X3: the first type relationship among IsDefinedBy
+                typed = self._related(element, "IfcRelDefinesByType", "IsDefinedBy" if self.ifc2x3 else "IsTypedBy")
+                found = typed[0][5] if typed else None  # RelatingType
             self.types[element_id] = found
         return found
 
@@ -339,15 +407,27 @@ class ModelIndex:
         key = (definition.id(), base_name, bool(facet.value))
         found = self.contents.get(key)
         if found is None:
+            ifc_class, name, items = self._definition(definition)
+            if items is None:
+                found = ("definition", definition.id())
+            else:
+                found = (ifc_class, name, tuple(_item_content(item, bool(facet.value)) for found_name, item in items
+                                                if base_name is None or found_name == base_name))
+            self.contents[key] = found
+        return found
+
+    def _definition(self, definition) -> tuple:
+        """A property definition as (class, Name, ((property name, property), ...)), read once for every facet that
+        asks about it; the properties are None for a definition that is neither a property set nor a quantity set."""
+        found = self.definitions.get(definition.id())
+        if found is None:
             ifc_class = definition.is_a()
             if ifc_class == "IfcPropertySet":
                 items = definition.HasProperties or ()
             elif ifc_class == "IfcElementQuantity":
                 items = definition.Quantities or ()
             else:
-                self.contents[key] = found = ("definition", definition.id())
-                return found
-            read = [item for item in items if base_name is None or item[0] == base_name]
-            found = (ifc_class, definition.Name, tuple(_item_content(item, bool(facet.value)) for item in read))
-            self.contents[key] = found
+                items = None
+            found = self.definitions[definition.id()] = (
+                ifc_class, definition.Name if items is not None else None, None if items is None else tuple((item[0], item) for item in items))
         return found

@@ -18,6 +18,7 @@ on its stderr. The zygote never touches a check's files, starts no thread and is
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 import socket
 import sys
@@ -55,6 +56,10 @@ def warm_up() -> None:
     from checks_app.engine import child, ids_engine, ids_index, overrides, xsd_patterns  # noqa: F401
 
     ifctester_ids.get_schema()
+    # ifcopenshell imports a schema's rules module (30-70 ms) on the first read of an attribute an entity does not
+    # have (getattr(x, "Name", None) on an IFC2X3 material layer, in ifctester and ifcopenshell.util): most checks do
+    for schema in ("IFC2X3", "IFC4", "IFC4X3_ADD2"):
+        importlib.import_module(f"ifcopenshell.express.rules.{schema}")
 
 
 def main() -> None:

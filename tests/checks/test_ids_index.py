@@ -13,10 +13,13 @@ from pathlib import Path
 import ifcopenshell
 import ifcopenshell.api.pset
 import ifcopenshell.api.root
+import ifcopenshell.guid
+import ifcopenshell.util.element
+import ifcopenshell.util.placement
 import pytest
 from ifctester import facet as ifctester_facet
 
-from checks_app.engine import runner
+from checks_app.engine import ids_engine, runner
 from checks_app.engine.ids_engine import IdsSource, check_model, load_ids
 from checks_app.engine.ids_index import ModelIndex
 from models_app.public import ConversionLimits
@@ -155,3 +158,101 @@ def test_a_check_past_its_time_limit_is_stopped_and_the_zygote_serves_the_next(t
     following = runner.run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=job, work_dir=tmp_path / "next", timeout_seconds=120,
                                          limits=limits, on_progress=lambda *_: None)
     assert following.ok, following.error
+
+
+def _out_of_order(schema: str) -> ifcopenshell.file:
+    """Two walls related by property, type, material, classification and containment relationships whose ids are not
+    in file order (#90 before #50), IFC2X3 mixing its type relationship into IsDefinedBy."""
+    data = [
+        "#1=IFCWALL('1aaaaaaaaaaaaaaaaaaaaa',$,$,$,$,$,$,$" + (",$);" if schema == "IFC4" else ");"),
+        "#2=IFCWALL('2aaaaaaaaaaaaaaaaaaaaa',$,$,$,$,$,$,$" + (",$);" if schema == "IFC4" else ");"),
+        *(f"#{n}=IFCPROPERTYSET('{n}aaaaaaaaaaaaaaaaaaaa',$,'P{n}',$,());" for n in (3, 4, 5)),
+        "#6=IFCWALLTYPE('6aaaaaaaaaaaaaaaaaaaaa',$,'T',$,$,$,$,$,$" + (",.SOLIDWALL.);" if schema == "IFC4" else ",.STANDARD.);"),
+        "#7=IFCMATERIAL('M1'" + (",$,$);" if schema == "IFC4" else ");"), "#8=IFCMATERIAL('M2'" + (",$,$);" if schema == "IFC4" else ");"),
+        "#9=IFCBUILDINGSTOREY('9aaaaaaaaaaaaaaaaaaaaa',$,'S',$,$,$,$,$,.ELEMENT.,$);",
+        "#90=IFCRELDEFINESBYPROPERTIES('0aaaaaaaaaaaaaaaaaaaaa',$,$,$,(#1,#2),#3);",
+        "#50=IFCRELDEFINESBYPROPERTIES('0aaaaaaaaaaaaaaaaaaaab',$,$,$,(#2,#1),#4);",
+        "#95=IFCRELDEFINESBYTYPE('0aaaaaaaaaaaaaaaaaaaac',$,$,$,(#1),#6);",
+        "#70=IFCRELDEFINESBYPROPERTIES('0aaaaaaaaaaaaaaaaaaaad',$,$,$,(#1),#5);",
+        "#80=IFCRELASSOCIATESMATERIAL('0aaaaaaaaaaaaaaaaaaaae',$,$,$,(#1,#2),#8);",
+        "#60=IFCRELASSOCIATESMATERIAL('0aaaaaaaaaaaaaaaaaaaaf',$,$,$,(#1),#7);",
+        "#85=IFCRELCONTAINEDINSPATIALSTRUCTURE('0aaaaaaaaaaaaaaaaaaaag',$,$,$,(#2,#1),#9);",
+    ]
+    header = f"ISO-10303-21;\nHEADER;\nFILE_DESCRIPTION((''),'2;1');\nFILE_NAME('','',(''),(''),'','','');\nFILE_SCHEMA(('{schema}'));\nENDSEC;\nDATA;\n"
+    return ifcopenshell.file.from_string(header + "\n".join(data) + "\nENDSEC;\nEND-ISO-10303-21;\n")
+
+
+RELATIONS = [("IfcRelDefinesByProperties", "IsDefinedBy"), ("IfcRelDefinesByType", "IsTypedBy"), ("IfcRelAssociatesMaterial", "HasAssociations"),
+             ("IfcRelAssociatesClassification", "HasAssociations"), ("IfcRelContainedInSpatialStructure", "ContainedInStructure")]
+
+
+@pytest.mark.parametrize("model", ["IFC4", "IFC2X3", *SAMPLES])
+def test_relationships_read_once_for_the_model_are_each_elements_inverses_in_their_order(model):
+    ifc = _out_of_order(model) if model.startswith("IFC") else ifcopenshell.open(str(sample(model)))
+    index = ModelIndex(ifc)
+    compared = 0
+    for element in ifc.by_type("IfcObjectDefinition"):
+        for relation, inverse in RELATIONS:
+            if ifc.schema == "IFC2X3" and inverse == "IsTypedBy":
+                inverse = "IsDefinedBy"
+            expected = [rel for rel in getattr(element, inverse, None) or () if rel.is_a(relation)]
+            assert index._related(element, relation, inverse) == expected, (element, relation)
+            compared += len(expected)
+    assert compared > 0
+    if model.startswith("IFC"):
+        wall = ifc.by_id(1)
+        assert [rel.id() for rel in index._related(wall, "IfcRelDefinesByProperties", "IsDefinedBy")] == [50, 70, 90]
+        assert index._type(wall) == ifcopenshell.util.element.get_type(wall) == ifc.by_id(6)
+
+
+def test_walls_of_one_layer_set_share_one_material_outcome(monkeypatch):
+    """Each wall has its own layer set usage of one layer set: ifctester's material facet reads the set (usages
+    skipped), so it runs once for the 10 walls, with the same result as without the index."""
+    ifc = _walls(10, ["REI60"])
+    layer_set = ifc.createIfcMaterialLayerSet([ifc.createIfcMaterialLayer(ifc.createIfcMaterial("Concrete"), 0.2)], "C200")
+    for number, wall in enumerate(ifc.by_type("IfcWall")):
+        usage = ifc.createIfcMaterialLayerSetUsage(layer_set, "AXIS2", "POSITIVE", 0.0)
+        ifc.createIfcRelAssociatesMaterial(ifcopenshell.guid.new(), None, None, None, [wall], usage if number else layer_set)
+    ids = FIRE_IDS.replace('<property><propertySet>', '<material><value><simpleValue>Brick</simpleValue></value></material><property><propertySet>', 1)
+    calls = []
+    original = ifctester_facet.Material.__call__
+    monkeypatch.setattr(ifctester_facet.Material, "__call__", lambda self, inst, logger=None: calls.append(inst) or original(self, inst, logger))
+    evaluation = ModelIndex(ifc).evaluate(load_ids(ids).specifications[0])
+    assert len(calls) == 1 and len(evaluation.failed_elements) == 10
+    before, after = _both(ifc, [IdsSource("material.ids", ids)])
+    assert after == before
+
+
+def test_an_attribute_facet_answers_text_as_ifctester_does():
+    """Outcomes worked out from the text (ids_index._text_outcome) against the facet's own answers: values to
+    compare or none, required, optional and prohibited, empty and missing names, and a LOGICAL attribute whose
+    UNKNOWN ifctester takes for empty."""
+    ifc = _walls(3, ["REI60"])
+    walls = ifc.by_type("IfcWall")
+    walls[1].Name, walls[2].Name = "", None
+    curve = ifc.createIfcBSplineCurveWithKnots(1, [ifc.createIfcCartesianPoint((0.0, 0.0)), ifc.createIfcCartesianPoint((1.0, 0.0))], "UNSPECIFIED",
+                                               "UNKNOWN", False, [2, 2], [0.0, 1.0], "UNSPECIFIED")
+    elements = [*walls, ifc.by_type("IfcProject")[0], curve]
+    facets = []
+    for name, value in (("Name", None), ("Name", "W0"), ("Name", "W1"), ("ClosedCurve", None), ("ClosedCurve", "UNKNOWN")):
+        for cardinality in ("required", "optional", "prohibited"):
+            facets.append(ifctester_facet.Attribute(name, value, cardinality))
+            facets.append(ifctester_facet.Attribute(name, ifctester_facet.Restriction({"pattern": "W[0-9]"}), cardinality))
+    corrected = [ids_engine._corrected(facet) for facet in facets]  # as load_ids corrects a document's facets
+    index = ModelIndex(ifc)
+    for facet in corrected:
+        ask = index.asker(facet)
+        for element in elements:
+            mine, theirs = ask(element), facet(element)
+            assert (bool(mine), mine.reason) == (bool(theirs), theirs.reason), (facet.name, facet.value, facet.cardinality, element)
+
+
+def test_placements_are_located_as_ifcopenshell_places_them():
+    """Locations computes a rotation once per pair of axes; each matrix is ifcopenshell's, to the bit."""
+    for name in SAMPLES:
+        ifc = ifcopenshell.open(str(sample(name)))
+        locations = ids_engine.Locations(ifc)
+        for placement in ifc.by_type("IfcLocalPlacement"):
+            expected = ifcopenshell.util.placement.get_axis2placement(placement.RelativePlacement)
+            found = locations._axis2placement(placement.RelativePlacement)
+            assert found.tobytes(order="A") == expected.tobytes(order="A") and found.strides == expected.strides, placement
