@@ -146,8 +146,9 @@ def measure(kind: str, ifc_path: Path, ids_path: Path) -> dict:
     from ifctester import ids as ifctester_ids
 
     from checks_app.engine.ids_engine import IdsSource, check_loaded, load_ids
+    from checks_app.engine.zygote import warm_up
 
-    ifctester_ids.get_schema()  # ifctester's IDS schema, built once per process (the check zygote has it built)
+    warm_up()  # what the check zygote has loaded before a check (ifctester's IDS schema, ifcopenshell's rules), for every kind
     Path("/proc/self/clear_refs").write_text("5")  # the peak RSS from here on: the check's, not the schema build's
     started = time.perf_counter()
     ifc = ifcopenshell.open(str(ifc_path))

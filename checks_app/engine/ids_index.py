@@ -225,7 +225,7 @@ class ModelIndex:
             where = self.attribute_indexes[(ifc_class, facet.name)] = _attribute_place(element, facet.name)
         if where[0] != 1:
             return ifc_class, where[0]
-        value = element[where[1]]
+        value = element.get_argument(where[1])  # element[index] without its bounds check: the index is the class's
         if where[2] and value.__class__ is str and value:
             return ifc_class, (str, value), value
         value = _value_key(value)
