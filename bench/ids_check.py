@@ -33,6 +33,7 @@ from just before the IFC is opened to the end: the interpreter, the imports and 
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -148,7 +149,9 @@ def measure(kind: str, ifc_path: Path, ids_path: Path) -> dict:
     from checks_app.engine.ids_engine import IdsSource, check_loaded, load_ids
     from checks_app.engine.zygote import warm_up
 
-    warm_up()  # what the check zygote has loaded before a check (ifctester's IDS schema, ifcopenshell's rules), for every kind
+    warm_up()  # as the check zygote before it forks a check, for every kind: ifctester's IDS schema, ifcopenshell's rules,
+    gc.collect()  # and what is loaded kept out of the collector's way
+    gc.freeze()
     Path("/proc/self/clear_refs").write_text("5")  # the peak RSS from here on: the check's, not the schema build's
     started = time.perf_counter()
     ifc = ifcopenshell.open(str(ifc_path))
@@ -209,11 +212,14 @@ class ApiChecks:
 
     def __init__(self, folder: Path):
         from tests.e2e.stack import Stack
+        from tests.helpers import poll
 
         (folder / "stack").mkdir()
         self.stack = Stack(folder / "stack", workers=1)
         self.stack.start()
         self.stack.start_check_worker()
+        log = folder / "stack" / "checks0.log"  # its queue is polled once the worker has warmed its check zygote
+        poll(lambda: log.exists() and "Starting worker" in log.read_text(errors="replace"), bool, timeout=120, interval=0.2)
         self.models: dict[Path, str] = {}
         self.runs = 0
 

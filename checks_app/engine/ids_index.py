@@ -122,7 +122,6 @@ class ModelIndex:
         self.relations: dict[str, dict[int, list]] = {}  # relationship class -> {related element id: [relationships]}
         self.inverses: dict[tuple, bool] = {}  # (class, inverse attribute) -> the class has it
         self.subclasses: dict[tuple, bool] = {}  # (class, class) -> is_a
-        self.defined_sets: dict[int, list] = {}  # property relationship id -> [(Name, property set)]
         self.definitions: dict[int, tuple] = {}  # property set id -> (class, Name, ((property name, property), ...))
         self.attribute_indexes: dict[tuple, tuple] = {}  # (class, attribute) -> (category, argument index)
         self.hops: dict[tuple, object] = {}  # (relation, element id) -> first related entity
@@ -351,22 +350,15 @@ class ModelIndex:
                 if type_psets is not None:
                     own = []
                     for relationship in self._related(element, "IfcRelDefinesByProperties", "IsDefinedBy"):
-                        own += self._defined_sets(relationship)
+                        definition = relationship[5]  # RelatingPropertyDefinition
+                        members = definition.wrappedValue if self._is(definition, "IfcPropertySetDefinitionSet") else (definition,)
+                        own += [(member[2], member) for member in members]  # (Name, the set)
                     own_first: dict = {}
                     for name, definition in own:
                         own_first.setdefault(name, definition)
                     context = (type_psets[0], own, type_psets[1], own_first)
         self.pset_contexts[element_id] = context
         return context
-
-    def _defined_sets(self, relationship) -> list:
-        """[(Name, property set)] of a property relationship's definition (the members of a set of them), once."""
-        found = self.defined_sets.get(relationship.id())
-        if found is None:
-            definition = relationship[5]  # RelatingPropertyDefinition
-            members = definition.wrappedValue if self._is(definition, "IfcPropertySetDefinitionSet") else (definition,)
-            found = self.defined_sets[relationship.id()] = [(member[2], member) for member in members]
-        return found
 
     def _type_psets(self, element_type):
         """A type's property sets [(name, definition)] and the first of each name, once per type; None for a type

@@ -22,6 +22,7 @@ import importlib
 import os
 import socket
 import sys
+import types
 
 from sandboxing.zygote_server import PR_SET_DUMPABLE, prctl, run_child, send, serve
 
@@ -47,8 +48,9 @@ def _check(job: dict, fds: dict[str, int]) -> int:
 
 
 def warm_up() -> None:
-    """Everything a check imports, and ifctester's IDS schema (XMLSchema of ids.xsd: ~1 s to build), once."""
-    import ifcopenshell  # noqa: F401
+    """Everything a check imports, ifctester's IDS schema (XMLSchema of ids.xsd: ~1 s to build) and what ifcopenshell
+    loads on first use, once."""
+    import ifcopenshell
     import ifcopenshell.api.classification  # noqa: F401
     import ifcopenshell.api.pset  # noqa: F401
     from ifctester import ids as ifctester_ids
@@ -60,6 +62,9 @@ def warm_up() -> None:
     # have (getattr(x, "Name", None) on an IFC2X3 material layer, in ifctester and ifcopenshell.util): most checks do
     for schema in ("IFC2X3", "IFC4", "IFC4X3_ADD2"):
         importlib.import_module(f"ifcopenshell.express.rules.{schema}")
+    # file.schema compiles its pattern on first use (~8 ms); asked of a stand-in, as a new file would take instance
+    # identities (the hashes of ifctester's sets of elements: the order of its IFC2X3 results) from the model's
+    ifcopenshell.file.schema.fget(types.SimpleNamespace(schema_identifier="IFC4"))
 
 
 def main() -> None:
