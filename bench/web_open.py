@@ -1,11 +1,13 @@
 """Opening a large model in the web client, against xeokit's own XKT loading of the same file, in the same run.
 
     .venv/bin/python bench/web_open.py [--storeys 160] [--bays 20] [--repeat 3]
+    .venv/bin/python bench/web_open.py --sample largest [--repeat 5]   # the largest file of the shared IFC samples
     .venv/bin/python bench/web_open.py --smoke     # a 2-storey tower, opened once each way: seconds
 
 Builds a tower (edit_service/examples/tower.py in the sandbox; the defaults give ~31 MB of IFC, ~26,000 elements),
-uploads it to the real stack (gateway, a conversion worker, edit service) and waits for the conversion. Then, in
-the system Chromium (headless, SwiftShader WebGL, fresh browser context = empty cache each time), alternating:
+or takes an IFC file (--sample FILE, or `largest`: the largest .ifc of /work/shared/ifc-samples), uploads it to the
+real stack (gateway, a conversion worker, edit service) and waits for the conversion. Then, in the system Chromium
+(headless, SwiftShader WebGL, fresh browser context = empty cache each time), alternating:
 
 - client: the web client opened on the model (`/#model=<id>`): navigation start -> first frame drawn after the
   model loaded (`viewer:first-frame`) and -> the object tree built and clickable (`viewer:tree-ready`);
@@ -13,7 +15,10 @@ the system Chromium (headless, SwiftShader WebGL, fresh browser context = empty 
   model.xkt + metadata.json: navigation start -> first frame after loading.
 
 Also the client once more in a warm context (second visit: model files revalidated by ETag). Prints JSON with the
-medians and the ratios to the anchor.
+medians and the ratios to the anchor. Then one more cold run of each way under Chromium's tracing (not counted in
+the figures: the sampling profiler slows the page), written as Chrome trace JSON (open it in chrome://tracing or
+DevTools' Performance panel) into --trace-dir, `web-open-<model>-{client,bare}.json`, and summarised in the JSON
+("trace"): per way, the main thread's long tasks up to the first frame and the functions that took its time.
 """
 
 from __future__ import annotations
@@ -36,6 +41,11 @@ from edit_service.engine.scripts import read_params  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.e2e.stack import Stack  # noqa: E402
 
+SAMPLES = ROOT.parent / "shared" / "ifc-samples"
+TRACE_DIR = ROOT / "bench" / "results" / "web-open"  # git-ignored
+TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "blink.user_timing", "toplevel",
+                    "v8.execute", "disabled-by-default-v8.cpu_profiler"]
+
 BARE_JS = """
 import { Viewer, XKTLoaderPlugin } from "@xeokit/xeokit-sdk";
 const viewer = new Viewer({ canvasId: "canvas", transparent: false, dtxEnabled: true });
@@ -52,9 +62,11 @@ BARE_HTML = """<!doctype html><html><head><meta charset="utf-8"><style>html,body
 MARK_JS = "(name) => { const mark = performance.getEntriesByName(name)[0]; return mark ? mark.startTime : null; }"
 # where the time goes: the model file's download (request start, response end) and the end of parsing it
 PHASES_JS = """() => {
-  const xkt = performance.getEntriesByType("resource").find((e) => e.name.includes("model.xkt"));
+  const file = (name) => performance.getEntriesByType("resource").find((e) => e.name.includes(name));
+  const [xkt, meta] = [file("model.xkt"), file("metadata.json")];
   const loaded = performance.getEntriesByName("viewer:model-loaded")[0];
-  return { xktRequestMs: Math.round(xkt.startTime), xktDoneMs: Math.round(xkt.responseEnd), modelLoadedMs: Math.round(loaded.startTime) };
+  return { xktRequestMs: Math.round(xkt.startTime), xktDoneMs: Math.round(xkt.responseEnd), metadataRequestMs: Math.round(meta.startTime),
+           metadataDoneMs: Math.round(meta.responseEnd), modelLoadedMs: Math.round(loaded.startTime) };
 }"""
 
 
@@ -63,6 +75,10 @@ def build_tower(folder: Path, storeys: int, bays: int) -> Path:
     params = {**read_params(script), "storeys": storeys, "bays_x": bays, "bays_y": bays}
     ifc, _, _ = Sandbox(SandboxLimits(wall_seconds=900, cpu_seconds=900, memory_mb=4096)).build(script, params, folder)
     return ifc
+
+
+def largest_sample() -> Path:
+    return max(SAMPLES.glob("*.ifc"), key=lambda path: path.stat().st_size)
 
 
 def bundle_bare_page(folder: Path) -> Path:
@@ -86,35 +102,101 @@ def wait_mark(page, name: str, timeout_s: float = 600) -> float:
     raise TimeoutError(f"{name} not reached in {timeout_s} s")
 
 
-def open_client(browser, url: str, model_id: str, context=None) -> tuple[dict, object]:
+def open_client(browser, url: str, model_id: str, context=None, trace: Path | None = None) -> tuple[dict, object]:
     context = context or browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
+    if trace:
+        browser.start_tracing(page=page, path=str(trace), categories=TRACE_CATEGORIES)
     page.goto(f"{url}/#model={model_id}")
     first = wait_mark(page, "viewer:first-frame")
     tree = wait_mark(page, "viewer:tree-ready")
     page.locator("[data-testid=tree-containment] li span").first.click()  # the tree answers
+    if trace:
+        browser.stop_tracing()
     phases = page.evaluate(PHASES_JS)
     page.close()
     return {"firstFrameMs": round(first), "treeMs": round(tree), **phases}, context
 
 
-def open_bare(browser, url: str, model_id: str, bare_js: bytes) -> float:
+def open_bare(browser, url: str, model_id: str, bare_js: bytes, trace: Path | None = None) -> dict:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.route(f"{url}/__bench/bare.html*", lambda route: route.fulfill(body=BARE_HTML, content_type="text/html"))
     page.route(f"{url}/__bench/bare.js", lambda route: route.fulfill(body=bare_js, content_type="text/javascript"))
+    if trace:
+        browser.start_tracing(page=page, path=str(trace), categories=TRACE_CATEGORIES)
     page.goto(f"{url}/__bench/bare.html?model={model_id}")
     first = wait_mark(page, "viewer:first-frame")
+    if trace:
+        browser.stop_tracing()
     phases = page.evaluate(PHASES_JS)
     context.close()
     return {"firstFrameMs": round(first), **phases}
+
+
+# --- the trace's summary ----------------------------------------------------------------------------------------
+
+# what a long task of the main thread mostly did: its longest event of these kinds (with the script or function)
+TASK_KINDS = {"EvaluateScript", "v8.evaluateModule", "FunctionCall", "XHRLoad", "XHRReadyStateChange", "FireAnimationFrame",
+              "TimerFire", "EventDispatch", "RunMicrotasks", "ParseHTML", "v8.compileModule", "MajorGC", "MinorGC",
+              "ResourceReceivedData", "Layout", "UpdateLayoutTree", "Paint"}
+
+
+def summarise_trace(path: Path, until_mark: str = "viewer:first-frame", top: int = 15) -> dict:
+    """The page's main thread from navigation start to `until_mark`: its busy time, its long tasks (>= 30 ms, with
+    what each mostly did) and the JS functions with the most self time (the sampling profiler's samples)."""
+    events = json.loads(path.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    mark = next(e for e in events if e.get("name") == until_mark and "user_timing" in e.get("cat", ""))
+    pid, tid = mark["pid"], mark["tid"]
+    main = [e for e in events if e.get("pid") == pid and e.get("tid") == tid]
+    start = max(e["ts"] for e in main if e.get("name") == "navigationStart" and e["ts"] <= mark["ts"])
+    end = mark["ts"]
+    ms = lambda us: round(us / 1000)  # noqa: E731
+    tasks = sorted((e for e in main if e.get("name") == "RunTask" and e.get("ph") == "X" and start <= e["ts"] <= end), key=lambda e: e["ts"])
+    long_tasks = []
+    for task in (t for t in tasks if t.get("dur", 0) >= 30_000):
+        inside = [e for e in main if e.get("name") in TASK_KINDS and e.get("ph") == "X" and task["ts"] <= e["ts"] <= task["ts"] + task["dur"]]
+        what = max(inside, key=lambda e: e.get("dur", 0), default={"name": "?", "args": {}})
+        data = (what.get("args") or {}).get("data") or {}
+        detail = data.get("functionName") or data.get("url") or data.get("type") or ""
+        long_tasks.append({"atMs": ms(task["ts"] - start), "ms": ms(task["dur"]), "what": f"{what['name']} {detail.rsplit('/', 1)[-1]}".strip()})
+    return {"untilMs": ms(end - start), "mainThreadBusyMs": ms(sum(t.get("dur", 0) for t in tasks)), "longTasks": long_tasks,
+            "selfTimeMs": profile_self_times(events, pid, tid, start, end, top)}
+
+
+def profile_self_times(events: list, pid: int, tid: int, start: int, end: int, top: int) -> list:
+    """The sampling profiler's self time per function (name, script, line) between start and end (trace µs)."""
+    profile = next((e for e in events if e.get("name") == "Profile" and e.get("pid") == pid and e.get("tid") == tid), None)
+    if not profile:
+        return []
+    nodes, samples, deltas = {}, [], []
+    for chunk in (e for e in events if e.get("name") == "ProfileChunk" and e.get("id") == profile["id"] and e.get("pid") == pid):
+        data = chunk["args"]["data"]
+        for node in data.get("cpuProfile", {}).get("nodes", []):
+            frame = node["callFrame"]
+            nodes[node["id"]] = f"{frame.get('functionName') or '(anonymous)'} {frame.get('url', '').rsplit('/', 1)[-1]}:{frame.get('lineNumber', -1) + 1}".strip()
+        samples += data.get("cpuProfile", {}).get("samples", [])
+        deltas += data.get("timeDeltas", [])
+    totals: dict[str, float] = {}
+    now = profile["args"]["data"]["startTime"]
+    for i, node in enumerate(samples):
+        now += deltas[i]
+        spent = deltas[i + 1] if i + 1 < len(deltas) else 0
+        if start <= now <= end:
+            name = nodes.get(node, "?")
+            totals[name] = totals.get(name, 0) + spent
+    ranked = sorted(totals.items(), key=lambda item: -item[1])[:top]
+    return [{"function": name, "ms": round(us / 1000)} for name, us in ranked]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--storeys", type=int, default=160)
     parser.add_argument("--bays", type=int, default=20)
+    parser.add_argument("--sample", help="an IFC file to open instead of the tower, or `largest` (of the shared samples)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--trace-dir", type=Path, default=TRACE_DIR, help=f"where the traces go (default: {TRACE_DIR.relative_to(ROOT)})")
     parser.add_argument("--smoke", action="store_true", help="a 2-storey tower, opened once each way")
     args = parser.parse_args()
     if args.smoke:
@@ -126,21 +208,24 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-web-") as tmp:
         folder = Path(tmp)
         started = time.perf_counter()
-        ifc = build_tower(folder, args.storeys, args.bays)
+        ifc = (largest_sample() if args.sample == "largest" else Path(args.sample)) if args.sample else build_tower(folder, args.storeys, args.bays)
         built_s = time.perf_counter() - started
+        name = ifc.stem if args.sample else f"tower-{args.storeys}x{args.bays}"
         bare_js = bundle_bare_page(folder).read_bytes()
         ifc_mb = round(ifc.stat().st_size / 1e6, 1)
         (folder / "stack").mkdir()
         stack = Stack(folder / "stack", workers=1).start()
         try:
             with open(ifc, "rb") as handle:
-                model_id = stack.api("POST", "/api/v1/models", files={"file": ("tower.ifc", handle)}).json()["data"]["id"]
+                model_id = stack.api("POST", "/api/v1/models", files={"file": (ifc.name, handle)}).json()["data"]["id"]
             started = time.perf_counter()
             model = stack.wait_model(model_id, timeout=1800)
             converted_s = time.perf_counter() - started
             assert model["status"] == "ready", model
             sizes = {name: stack.api("GET", f"/v1/models/{model_id}/{name}").headers["Content-Length"] for name in ("model.xkt", "metadata.json")}
             clients, anchors, warm = [], [], []
+            args.trace_dir.mkdir(parents=True, exist_ok=True)
+            traces = {way: args.trace_dir / f"web-open-{name}-{way}.json" for way in ("client", "bare")}
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 open_bare(browser, stack.url, model_id, bare_js)  # warm-up: the browser, the OS page cache
@@ -151,21 +236,26 @@ def main() -> None:
                     again, _ = open_client(browser, stack.url, model_id, context)
                     warm.append(again)
                     context.close()
+                open_bare(browser, stack.url, model_id, bare_js, trace=traces["bare"])
+                open_client(browser, stack.url, model_id, trace=traces["client"])[1].close()
                 browser.close()
         finally:
             stack.stop()
-    anchor = statistics.median(a["firstFrameMs"] for a in anchors)
-    first = statistics.median(c["firstFrameMs"] for c in clients)
-    tree = statistics.median(c["treeMs"] for c in clients)
+    median = lambda runs, key: statistics.median(run[key] for run in runs)  # noqa: E731
+    anchor = median(anchors, "firstFrameMs")
+    first, tree, warm_first = median(clients, "firstFrameMs"), median(clients, "treeMs"), median(warm, "firstFrameMs")
     print(json.dumps({
-        "model": {"storeys": args.storeys, "bays": args.bays, "ifcMB": ifc_mb,
+        "model": {"name": name, **({} if args.sample else {"storeys": args.storeys, "bays": args.bays}), "ifcMB": ifc_mb,
                   "xktMB": round(int(sizes["model.xkt"]) / 1e6, 1), "metadataMB": round(int(sizes["metadata.json"]) / 1e6, 1),
                   "buildSeconds": round(built_s, 1), "conversionSeconds": round(converted_s, 1)},
         "anchorBareXeokitFirstFrameMs": round(anchor),
         "clientFirstFrameMs": round(first), "clientInteractiveTreeMs": round(tree),
-        "clientWarmFirstFrameMs": round(statistics.median(c["firstFrameMs"] for c in warm)),
+        "clientWarmFirstFrameMs": round(warm_first), "clientWarmInteractiveTreeMs": round(median(warm, "treeMs")),
         "firstFrameRatioToAnchor": round(first / anchor, 2), "treeRatioToAnchor": round(tree / anchor, 2),
+        "warmFirstFrameRatioToAnchor": round(warm_first / anchor, 2),
+        "medians": {way: {key: round(median(runs, key)) for key in runs[0]} for way, runs in (("anchor", anchors), ("client", clients), ("clientWarm", warm))},
         "runs": {"anchor": anchors, "client": clients, "clientWarm": warm},
+        "trace": {way: {"file": str(path), **summarise_trace(path)} for way, path in traces.items()},
     }, indent=2))
 
 

@@ -448,12 +448,14 @@ export function t(text, vars) {
   return vars ? template.replace(/\{(\w+)\}/g, (whole, name) => (name in vars ? String(vars[name]) : whole)) : template;
 }
 
-// Static markup: data-i18n (text), data-i18n-title, data-i18n-placeholder hold the English text.
+// Static markup: data-i18n (text), data-i18n-title, data-i18n-placeholder hold the English text. Only what differs
+// is written: at the page's start in English nothing is, so the page's layout is not redone while the model loads.
 export function translateStatic(root = document) {
   document.documentElement.lang = current === "zh" ? "zh-CN" : "en";
-  for (const element of root.querySelectorAll("[data-i18n]")) element.textContent = t(element.dataset.i18n);
-  for (const element of root.querySelectorAll("[data-i18n-title]")) element.title = t(element.dataset.i18nTitle);
-  for (const element of root.querySelectorAll("[data-i18n-placeholder]")) element.placeholder = t(element.dataset.i18nPlaceholder);
+  const write = (element, property, text) => { if (element[property] !== text) element[property] = text; };
+  for (const element of root.querySelectorAll("[data-i18n]")) write(element, "textContent", t(element.dataset.i18n));
+  for (const element of root.querySelectorAll("[data-i18n-title]")) write(element, "title", t(element.dataset.i18nTitle));
+  for (const element of root.querySelectorAll("[data-i18n-placeholder]")) write(element, "placeholder", t(element.dataset.i18nPlaceholder));
 }
 
 export function setLanguage(code) {

@@ -34,7 +34,8 @@ const LAZY_PANELS = {
 const FOLLOWING_PANELS = ["script", "diff", "checks", "coordination"]; // loaded panels that follow the open model
 
 class App {
-  constructor() {
+  // downloads: the model files the page's entry started downloading (boot.js), URL -> Promise of the Response
+  constructor(downloads = new Map()) {
     this.api = new Api(askToken, () => this.account.signIn());
     this.account = new Account(this);
     this.model = null;
@@ -45,7 +46,7 @@ class App {
     this.loaded = {}; // name -> the panel, once loaded
     this.stageState = document.getElementById("stage-state");
     this.badge = document.getElementById("staged-badge");
-    this.view3d = new ModelView("view3d", "navcube", (meta) => this.setPicked(meta));
+    this.view3d = new ModelView("view3d", "navcube", (meta) => this.setPicked(meta), downloads);
     const early = this.loadFromHash();
     this.view3d.initTools();
     this.navigator = new Navigator(this.view3d, document.getElementById("navigator"));
@@ -356,7 +357,10 @@ class App {
   }
 }
 
-window.viewerApp = new App();
+// called by the page's entry (boot.js) with the model files it started downloading
+export function start(downloads) {
+  window.viewerApp = new App(downloads);
+}
 // what nothing caught (a rejected promise, an error thrown in a viewer handler or timer) is shown, not only logged
 window.addEventListener("unhandledrejection", (event) => toast(errorText(event.reason), "error"));
 window.addEventListener("error", (event) => toast(errorText(event.error || event.message), "error"));

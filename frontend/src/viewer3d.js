@@ -44,20 +44,45 @@ export function yUpMatrix(matrix) {
   return out;
 }
 
+// xeokit's data source, which first takes a file the page's entry started downloading (boot.js), once; any other
+// file, or one whose early download failed, is requested as usual. The cache-busting time stamp query xeokit adds
+// to every URL by default is off: it defeats the HTTP cache (the gateway answers If-None-Match with 304).
+class EarlyDataSource extends XKTDefaultDataSource {
+  constructor(early) {
+    super({ cacheBuster: false });
+    this.early = early;
+  }
+
+  take(src, read, ok, fallback) {
+    const response = this.early.get(src);
+    if (!response) return fallback();
+    this.early.delete(src);
+    response.then((r) => (r && r.ok ? read(r) : null)).catch(() => null).then((data) => (data === null ? fallback() : ok(data)));
+  }
+
+  getMetaModel(src, ok, error) {
+    this.take(src, (response) => response.json(), ok, () => super.getMetaModel(src, ok, error));
+  }
+
+  getXKT(src, ok, error) {
+    this.take(src, (response) => response.arrayBuffer(), ok, () => super.getXKT(src, ok, error));
+  }
+}
+
 function editableTarget(target) {
   return target && (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.closest(".cm-editor"));
 }
 
 export class ModelView {
-  constructor(canvasId, navCubeCanvasId, onPick) {
+  // early: URL -> Promise of the Response of a model file already being downloaded (see EarlyDataSource)
+  constructor(canvasId, navCubeCanvasId, onPick, early = new Map()) {
     this.onPick = onPick;
     this.viewer = new Viewer({ canvasId, transparent: false, saoEnabled: false, dtxEnabled: true });
     const scene = this.viewer.scene;
     this.viewer.camera.perspective.fovAxis = "y"; // BCF 3.0's FieldOfView is the vertical angle, whatever the canvas's shape
     scene.canvas.backgroundColor = [0.93, 0.94, 0.96];
     Object.assign(scene.xrayMaterial, { fill: true, fillAlpha: 0.08, fillColor: [0.45, 0.5, 0.55], edges: true, edgeAlpha: 0.25, edgeColor: [0.3, 0.35, 0.4] });
-    // xeokit's data source adds a time stamp query to every URL by default, which defeats the HTTP cache
-    this.loader = new XKTLoaderPlugin(this.viewer, { dataSource: new XKTDefaultDataSource({ cacheBuster: false }) });
+    this.loader = new XKTLoaderPlugin(this.viewer, { dataSource: new EarlyDataSource(early) });
     this.navCubeCanvasId = navCubeCanvasId;
     this.model = null;
     this.federated = null; // a project's models shown together: Map modelId -> SceneModel (this.model is the first)
@@ -68,9 +93,9 @@ export class ModelView {
     this.listeners = new Set(); // (event) => void: "mode", "loaded", "unloaded", "diff", "plan", "sections", "visibility"
   }
 
-  // the tools, made after the constructor so that a model load can start first (its download overlaps them)
+  // the tools, made after the constructor so that a model load can start first (its download overlaps them); the
+  // navigation cube comes with the first model's first frame (showLoaded)
   initTools() {
-    new NavCubePlugin(this.viewer, { canvasId: this.navCubeCanvasId, visible: true });
     this.sections = new SectionPlanesPlugin(this.viewer);
     this.measurements = new DistanceMeasurementsPlugin(this.viewer);
     this.measureControl = new DistanceMeasurementsMouseControl(this.measurements, { pointerLens: new PointerLens(this.viewer), snapping: true });
@@ -138,9 +163,8 @@ export class ModelView {
       });
       this.model.on("loaded", () => {
         performance.mark("viewer:model-loaded");
-        Object.assign(this.viewer.camera, { eye: [1, 0.8, 1], look: [0, 0, 0], up: [0, 1, 0], projection: "perspective" }); // an isometric direction
-        this.viewer.cameraFlight.jumpTo({ aabb: this.viewer.scene.getAABB(), fit: true });
-        this.viewer.scene.once("rendered", () => performance.mark("viewer:first-frame"));
+        performance.mark(`viewer:model-loaded:${modelId}`);
+        this.showLoaded(this.viewer.scene.getAABB());
         this.emit({ type: "loaded", modelId });
         resolve(this.model);
       });
@@ -148,12 +172,26 @@ export class ModelView {
     });
   }
 
+  // The camera on `aabb` from an isometric direction; the first frame drawn then is marked (viewer:first-frame).
+  // The navigation cube (a WebGL scene of its own, with its own shaders to compile) is made after that frame.
+  showLoaded(aabb) {
+    Object.assign(this.viewer.camera, { eye: [1, 0.8, 1], look: [0, 0, 0], up: [0, 1, 0], projection: "perspective" });
+    this.viewer.cameraFlight.jumpTo({ aabb, fit: true });
+    this.viewer.scene.once("rendered", () => {
+      performance.mark("viewer:first-frame");
+      if (!this.navCube) this.navCube = new NavCubePlugin(this.viewer, { canvasId: this.navCubeCanvasId, visible: true });
+    });
+  }
+
   // A project's ready models in one view, each placed by its model -> project matrix (the federation's entries:
-  // {modelId, matrix, label}). Resolves with the entries that failed to load ({modelId, error}); the others show.
+  // {modelId, matrix, label}). The first model parsed shows at once; the camera takes in all of them once all are
+  // loaded (unless it was moved meanwhile), and the tree and tools follow then ("loaded"). Resolves with the entries
+  // that failed to load ({modelId, error}); the others show.
   async loadFederation(entries) {
     this.unload();
     const models = new Map();
     this.federated = models;
+    let shown = null; // the camera once the first model showed
     const loads = entries.map((entry) => new Promise((resolve) => {
       // as position, quaternion and scale: xeokit 2.6's SceneModel ignores a `matrix` given at construction
       const [position, quaternion, scale] = [math.vec3(), math.vec4(), math.vec3()];
@@ -163,7 +201,14 @@ export class ModelView {
         edges: true, position: Array.from(position), quaternion: Array.from(quaternion), scale: Array.from(scale),
       });
       models.set(entry.modelId, model);
-      model.on("loaded", () => resolve(null));
+      model.on("loaded", () => {
+        performance.mark(`viewer:model-loaded:${entry.modelId}`);
+        if (!shown && this.federated === models) {
+          this.showLoaded(model.aabb);
+          shown = this.camera();
+        }
+        resolve(null);
+      });
       model.on("error", (message) => resolve({ modelId: entry.modelId, error: String(message) }));
     }));
     this.model = models.values().next().value || null;
@@ -173,10 +218,9 @@ export class ModelView {
     this.model = models.values().next().value || null;
     if (!this.model) throw new Error(failed.map((f) => f.error).join("; ") || "no model");
     performance.mark("viewer:model-loaded");
-    Object.assign(this.viewer.camera, { eye: [1, 0.8, 1], look: [0, 0, 0], up: [0, 1, 0], projection: "perspective" });
-    this.viewer.cameraFlight.jumpTo({ aabb: this.viewer.scene.getAABB(), fit: true });
-    const shown = entries.filter((entry) => models.has(entry.modelId)).map((entry) => ({ id: entry.modelId, label: entry.label }));
-    this.emit({ type: "loaded", modelId: this.model.id, models: shown });
+    if (JSON.stringify(this.camera()) === JSON.stringify(shown)) this.viewer.cameraFlight.jumpTo({ aabb: this.viewer.scene.getAABB(), fit: true });
+    const onScreen = entries.filter((entry) => models.has(entry.modelId)).map((entry) => ({ id: entry.modelId, label: entry.label }));
+    this.emit({ type: "loaded", modelId: this.model.id, models: onScreen });
     return failed;
   }
 

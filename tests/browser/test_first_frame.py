@@ -1,0 +1,85 @@
+"""The web client's first frame (issue 36): it does not wait for what the picture does not need.
+
+- A project's federated view (#project=p_...) draws its first frame once its FIRST model is parsed: the second
+  model's model.xkt is held back by the test until that frame is marked, so a view that waited for all of its models
+  would never get there; released, the second model loads after the first frame (performance marks).
+- A model in the address (#model=m_...) is downloaded by the page's entry before the application chunk is even
+  requested, and only once: the 3D view takes that download instead of requesting the files again.
+"""
+
+import pytest
+
+from tests.browser.conftest import upload_ready, wait_model_open
+from tests.helpers import sample
+
+pytestmark = pytest.mark.e2e
+
+MARK_JS = "(name) => { const mark = performance.getEntriesByName(name)[0]; return mark ? mark.startTime : null; }"
+
+
+def marked(name: str) -> str:
+    return f"performance.getEntriesByName('{name}').length > 0"
+
+
+@pytest.fixture(scope="module")
+def two_model_project(web_stack):
+    """A project of a small model (IfcOpenHouse) and the largest sample (AC20-FZK-Haus), neither georeferenced (both
+    at the project origin)."""
+    project = web_stack.api("POST", "/api/v1/chat/projects", json={"title": "Two houses", "kind": "ifc", "skeleton": False}).json()["data"]
+    ids = {}
+    for key, name, discipline in (("small", "IfcOpenHouse_IFC4.ifc", "ARC"), ("large", "AC20-FZK-Haus.ifc", "STR")):
+        with open(sample(name), "rb") as handle:
+            answer = web_stack.api("POST", "/api/v1/models", files={"file": (name, handle)},
+                                   data={"projectId": project["projectId"], "discipline": discipline}).json()
+        assert answer["code"] == 0, answer
+        assert web_stack.wait_model(answer["data"]["id"])["status"] == "ready"
+        ids[key] = answer["data"]["id"]
+    return {"projectId": project["projectId"], **ids}
+
+
+def test_a_project_shows_its_first_model_before_the_second_is_loaded(page, web_stack, two_model_project):
+    small, large = two_model_project["small"], two_model_project["large"]
+    held = []
+    page.route(f"**/v1/models/{large}/model.xkt", lambda route: held.append(route))  # answered once the first frame is there
+    page.goto(f"{web_stack.url}/#project={two_model_project['projectId']}")
+    page.wait_for_function(f"{marked('viewer:first-frame')} && {marked(f'viewer:model-loaded:{small}')}", timeout=120_000)
+    assert len(held) == 1, "the second model's geometry was requested"
+    assert page.evaluate(MARK_JS, f"viewer:model-loaded:{large}") is None
+    # the first model is on screen, framed: its centre projects into the canvas
+    assert page.evaluate("""(id) => {
+      const viewer = viewerApp.view3d.viewer, aabb = viewer.scene.models[id].aabb;
+      const [x, y] = viewer.camera.projectWorldPos([(aabb[0] + aabb[3]) / 2, (aabb[1] + aabb[4]) / 2, (aabb[2] + aabb[5]) / 2]);
+      const [, , width, height] = viewer.scene.canvas.boundary;
+      return x > 0 && x < width && y > 0 && y < height;
+    }""", small)
+    page.shot("first-model")
+
+    held[0].continue_()
+    page.wait_for_function(marked(f"viewer:model-loaded:{large}"), timeout=120_000)
+    wait_model_open(page)
+    first_frame = page.evaluate(MARK_JS, "viewer:first-frame")
+    assert first_frame < page.evaluate(MARK_JS, f"viewer:model-loaded:{large}")
+    assert first_frame < page.evaluate(MARK_JS, "viewer:model-loaded")  # all of the project's models
+    assert sorted(page.evaluate("viewerApp.view3d.modelIds()")) == sorted([small, large])
+    # then the camera takes in both models (it was not moved meanwhile): it looks at the centre of both, not of the first
+    centres = page.evaluate("""(id) => {
+      const scene = viewerApp.view3d.viewer.scene, centre = (b) => [0, 1, 2].map((i) => (b[i] + b[i + 3]) / 2);
+      return { look: Array.from(viewerApp.view3d.viewer.camera.look), both: centre(scene.getAABB()), first: centre(scene.models[id].aabb) };
+    }""", small)
+    assert centres["look"] == pytest.approx(centres["both"], abs=1e-3)
+    assert centres["both"] != pytest.approx(centres["first"], abs=0.1)
+    page.locator("[data-testid=tree-containment] li span", has_text="STR").wait_for()
+    page.shot("both-models")
+
+
+def test_the_model_in_the_address_is_downloaded_once_from_the_page_s_entry(page, web_stack):
+    model_id = upload_ready(web_stack, sample("IfcOpenHouse_IFC4.ifc"))
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(f"{web_stack.url}/#model={model_id}")
+    wait_model_open(page)
+    files = [url for url in requests if url.startswith(f"{web_stack.url}/v1/models/{model_id}/")]  # not /api/v1/...
+    assert sorted(files) == sorted(f"{web_stack.url}/v1/models/{model_id}/{name}" for name in ("model.xkt", "metadata.json")), files
+    main_chunk = next(i for i, url in enumerate(requests) if "/chunks/main-" in url)
+    assert requests.index(f"{web_stack.url}/v1/models/{model_id}/model.xkt") < main_chunk
+    assert page.evaluate(MARK_JS, "viewer:first-frame") is not None
