@@ -5,13 +5,17 @@ a route that never calls the edit service, alternating with the rest (what any g
     .venv/bin/python bench/proxy.py [--requests 300]
     .venv/bin/python bench/proxy.py --smoke     # 5 requests per path: seconds
 
-Prints JSON with the median and p90 latency of both paths and the median overhead in ms (goal <= 2 ms).
+Prints JSON with the median and p90 latency of both paths and the median overhead in ms (goal <= 2 ms). Then, per
+path, the processor time the gateway process spends per call, and the edit service per direct call (Linux:
+/proc/<pid>/stat, all of a process's threads), over a block of the same calls in a row: on a shared machine latency
+moves with the load, processor time much less.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -32,6 +36,20 @@ def timed(session: requests.Session, url: str) -> float:
     elapsed = time.perf_counter() - started
     response.raise_for_status()
     return elapsed * 1000
+
+
+def cpu_ms(pid: int) -> float:
+    """Processor time (user + system) of a process so far, all its threads, in ms."""
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_per_call(session: requests.Session, url: str, pid: int, calls: int) -> float:
+    before = cpu_ms(pid)
+    for _ in range(calls):
+        timed(session, url)
+    return round((cpu_ms(pid) - before) / calls, 2)
 
 
 def summary(samples: list[float]) -> dict:
@@ -60,6 +78,7 @@ def main() -> None:
             session = requests.Session()
             session.headers.update(stack.edit_headers)  # the direct calls need the service secret; the gateway ignores it
             floor_url = f"{stack.url}/api/v1/models/{model_id}"
+            gateway_pid, edit_pid = stack.processes["gateway"].pid, stack.processes["edit"].pid
             floor = []
             results = {}
             for name, (gateway_url, direct_url) in routes.items():
@@ -76,12 +95,15 @@ def main() -> None:
                     "direct": summary(direct),
                     "medianOverheadMs": round(statistics.median(gateway) - statistics.median(direct), 2),
                     "ratio": round(statistics.median(gateway) / statistics.median(direct), 2),
+                    "gatewayCpuMsPerCall": cpu_per_call(session, gateway_url, gateway_pid, args.requests),
+                    "editServiceCpuMsPerDirectCall": cpu_per_call(session, direct_url, edit_pid, args.requests),
                 }
+            floor_cpu = cpu_per_call(session, floor_url, gateway_pid, args.requests)
         finally:
             stack.stop()
     print(json.dumps({
         "requests": args.requests, "anchor": "the same call directly on the edit service", "results": results,
-        "gatewayFloor": {"route": "GET /api/v1/models/{id} (no edit-service call)", **summary(floor)},
+        "gatewayFloor": {"route": "GET /api/v1/models/{id} (no edit-service call)", **summary(floor), "gatewayCpuMsPerCall": floor_cpu},
     }, indent=2))
 
 

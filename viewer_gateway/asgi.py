@@ -7,6 +7,10 @@ request. Here each request gets an idle thread of the gateway's own (RequestThre
 across requests (CONN_MAX_AGE), as in a threaded WSGI server; a request still has its thread to itself. For an event stream
 that is a thread held for as long as the stream stays open, so streams are handled without that context: their short
 synchronous parts share one thread, and the stream itself is an async generator on the event loop (chat_app/stream.py).
+
+Every other request goes through OneStepHandler: Django's handler would hop from the event loop to the request's
+thread and back three times per request (request_started, the middleware chain, response.close), each hop two
+thread switches; here the synchronous work is one hop (docs/architecture/gateway.md, docs/benchmarks/2026-11-26-proxy.md).
 """
 
 import asyncio
@@ -19,7 +23,13 @@ from django.core.asgi import get_asgi_application
 
 django_asgi_app = get_asgi_application()
 
-from asgiref.sync import ThreadSensitiveContext  # noqa: E402
+from asgiref.sync import ThreadSensitiveContext, sync_to_async  # noqa: E402
+from django.core import signals  # noqa: E402
+from django.core.exceptions import RequestAborted  # noqa: E402
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix  # noqa: E402
+from django.core.handlers.base import BaseHandler  # noqa: E402
+from django.http import FileResponse  # noqa: E402
+from django.urls import set_script_prefix  # noqa: E402
 
 from chat_app.lifecycle import bind_server_loop  # noqa: E402 - after Django is set up
 from viewer_gateway.edge import route_name, trusted_scope  # noqa: E402
@@ -58,6 +68,62 @@ class RequestThreads:
 request_threads = RequestThreads()
 
 
+class OneStepHandler(ASGIHandler):
+    """Django's ASGI handler with the request's synchronous work done in one call on the request's thread: the
+    request_started signal, the request object, the (synchronous) middleware chain and view, and, for an answer
+    already in memory, response.close() with request_finished; the event loop then sends it. The middleware, the
+    views and the signals are Django's own, as a WSGI server would run them. A streaming answer (files, ranges) is
+    sent as Django sends it, stopped when the client goes away, and closed on the request's thread afterwards."""
+
+    def __init__(self):
+        BaseHandler.__init__(self)
+        self.load_middleware(is_async=False)
+
+    def _respond(self, scope, body_file):
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
+            response = self.get_response(request)
+            response._handler_class = self.__class__
+            if isinstance(response, FileResponse):
+                response.block_size = self.chunk_size
+        if not response.streaming:
+            response.close()
+        return response
+
+    async def handle(self, scope, receive, send):
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            set_script_prefix(get_script_prefix(scope))
+            response = await sync_to_async(self._respond)(scope, body_file)
+            if response.streaming:
+                await self._stream(response, receive, send)
+            else:
+                await self.send_response(response, send)  # a client gone by now: the server drops it
+        finally:
+            body_file.close()
+
+    async def _stream(self, response, receive, send):
+        """As Django does it: the sending is cancelled when the client goes away (listen_for_disconnect)."""
+        tasks = [asyncio.create_task(self.listen_for_disconnect(receive)), asyncio.create_task(self.send_response(response, send))]
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+            await sync_to_async(response.close)()
+        for outcome in outcomes:
+            if isinstance(outcome, Exception) and not isinstance(outcome, RequestAborted):
+                raise outcome
+
+
+one_step_handler = OneStepHandler()
+
+
 async def refuse_websocket(scope, receive, send):
     """Denies the handshake (Daphne answers 403) and ends without an error, whatever the path."""
     while True:
@@ -80,4 +146,4 @@ async def application(scope, receive, send):
         return await refuse_websocket(scope, receive, send)
     if scope["type"] == "http" and _is_event_stream(scope):
         return await django_asgi_app.handle(scope, receive, send)  # without a ThreadSensitiveContext, see above
-    return await request_threads.run(django_asgi_app, scope, receive, send)
+    return await request_threads.run(one_step_handler.handle, scope, receive, send)
