@@ -142,6 +142,7 @@ def _run_in_child(zygote: CheckZygote, ifc_path: Path, work_dir: Path, deadline:
             _, host_pid = zygote.fork(job, fds, deadline)
         except (_ChildTimeout, ZygoteGone):
             zygote.stop()
+            sent.close_all()  # the pipes' ends held here too, or their readers never see the end
             output.drain()
             raise
         finally:

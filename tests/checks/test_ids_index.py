@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import threading
 from pathlib import Path
 
 import ifcopenshell
@@ -158,6 +159,22 @@ def test_a_check_past_its_time_limit_is_stopped_and_the_zygote_serves_the_next(t
     following = runner.run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=job, work_dir=tmp_path / "next", timeout_seconds=120,
                                          limits=limits, on_progress=lambda *_: None)
     assert following.ok, following.error
+
+
+def test_a_check_whose_time_limit_passes_while_the_zygote_forks_ends_as_timed_out(tmp_path, monkeypatch):
+    """On a loaded machine the limit may pass before the zygote says it forked: the check ends as timed out at once
+    (its output's readers reach the end of pipes whose ends the worker held too)."""
+    limits = ConversionLimits()
+    runner.warm_up(limits)
+    monkeypatch.setattr(runner.CheckZygote, "fork", lambda self, job, fds, deadline: (_ for _ in ()).throw(runner._ChildTimeout()))
+    job = {"ids": [{"name": "fire.ids", "content": FIRE_IDS}], "overrides": None}
+    outcomes = []
+    run = threading.Thread(target=lambda: outcomes.append(runner.run_check_process(
+        ifc_path=sample("duplex.ifc"), job=job, work_dir=tmp_path, timeout_seconds=120, limits=limits, on_progress=lambda *_: None)), daemon=True)
+    run.start()
+    run.join(timeout=60)  # a guard against the hang, not a measure of speed
+    assert not run.is_alive(), "the check waited for its output after the time limit"
+    assert not outcomes[0].ok and "time limit" in outcomes[0].error and outcomes[0].repeatable
 
 
 def _out_of_order(schema: str) -> ifcopenshell.file:
