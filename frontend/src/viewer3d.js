@@ -93,9 +93,11 @@ export class ModelView {
     this.listeners = new Set(); // (event) => void: "mode", "loaded", "unloaded", "diff", "plan", "sections", "visibility"
   }
 
-  // the tools, made after the constructor so that a model load can start first (its download overlaps them); the
-  // navigation cube comes with the first model's first frame (showLoaded)
+  // The tools, made after the constructor so that a model load can start first (its download overlaps them). The
+  // navigation cube is made here, not after the first frame: its WebGL context would then wait ~2-3 s (SwiftShader)
+  // behind the drawing of that frame, and delay the tree (bench/web_open.py's trace, 2026-11-26).
   initTools() {
+    new NavCubePlugin(this.viewer, { canvasId: this.navCubeCanvasId, visible: true });
     this.sections = new SectionPlanesPlugin(this.viewer);
     this.measurements = new DistanceMeasurementsPlugin(this.viewer);
     this.measureControl = new DistanceMeasurementsMouseControl(this.measurements, { pointerLens: new PointerLens(this.viewer), snapping: true });
@@ -172,15 +174,11 @@ export class ModelView {
     });
   }
 
-  // The camera on `aabb` from an isometric direction; the first frame drawn then is marked (viewer:first-frame).
-  // The navigation cube (a WebGL scene of its own, with its own shaders to compile) is made after that frame.
+  // the camera on `aabb` from an isometric direction; the first frame drawn then is marked (viewer:first-frame)
   showLoaded(aabb) {
     Object.assign(this.viewer.camera, { eye: [1, 0.8, 1], look: [0, 0, 0], up: [0, 1, 0], projection: "perspective" });
     this.viewer.cameraFlight.jumpTo({ aabb, fit: true });
-    this.viewer.scene.once("rendered", () => {
-      performance.mark("viewer:first-frame");
-      if (!this.navCube) this.navCube = new NavCubePlugin(this.viewer, { canvasId: this.navCubeCanvasId, visible: true });
-    });
+    this.viewer.scene.once("rendered", () => performance.mark("viewer:first-frame"));
   }
 
   // A project's ready models in one view, each placed by its model -> project matrix (the federation's entries:
