@@ -5,7 +5,7 @@
     .venv/bin/python bench/web_open.py --smoke     # a 2-storey tower, opened once each way: seconds
 
 Builds a tower (edit_service/examples/tower.py in the sandbox; the defaults give ~31 MB of IFC, ~26,000 elements),
-or takes an IFC file (--sample FILE, or `largest`: the largest .ifc of /work/shared/ifc-samples), uploads it to the
+or takes an IFC file (--sample FILE, or `largest`: the largest .ifc of the shared samples, ../shared/ifc-samples or $VIEWER_SAMPLES_DIR), uploads it to the
 real stack (gateway, a conversion worker, edit service) and waits for the conversion. Then, in the system Chromium
 (headless, SwiftShader WebGL, fresh browser context = empty cache each time), alternating:
 
@@ -24,6 +24,7 @@ DevTools' Performance panel) into --trace-dir, `web-open-<model>-{client,bare}.j
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import statistics
@@ -40,8 +41,8 @@ from edit_service.engine.sandbox import Sandbox, SandboxLimits  # noqa: E402
 from edit_service.engine.scripts import read_params  # noqa: E402
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.e2e.stack import Stack  # noqa: E402
+from tests.helpers import SAMPLES_DIR  # noqa: E402
 
-SAMPLES = ROOT.parent / "shared" / "ifc-samples"
 TRACE_DIR = ROOT / "bench" / "results" / "web-open"  # git-ignored
 TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "blink.user_timing", "toplevel",
                     "v8.execute", "disabled-by-default-v8.cpu_profiler"]
@@ -78,7 +79,7 @@ def build_tower(folder: Path, storeys: int, bays: int) -> Path:
 
 
 def largest_sample() -> Path:
-    return max(SAMPLES.glob("*.ifc"), key=lambda path: path.stat().st_size)
+    return max(SAMPLES_DIR.glob("*.ifc"), key=lambda path: path.stat().st_size)
 
 
 def bundle_bare_page(folder: Path) -> Path:
@@ -165,6 +166,46 @@ def summarise_trace(path: Path, until_mark: str = "viewer:first-frame", top: int
             "selfTimeMs": profile_self_times(events, pid, tid, start, end, top)}
 
 
+BASE64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+
+
+@functools.cache
+def source_map(path: Path) -> tuple[list, list]:
+    """A source map's sources and, per generated line, its segments [(column, source, line)] (the VLQ mappings)."""
+    data = json.loads(path.read_text())
+    lines, source, line = [], 0, 0
+    for text in data["mappings"].split(";"):
+        column, segments = 0, []
+        for segment in filter(None, text.split(",")):
+            fields, value, shift = [], 0, 0
+            for char in segment:
+                digit = BASE64[char]
+                value += (digit & 31) << shift
+                shift = shift + 5 if digit & 32 else 0
+                if not digit & 32:
+                    fields.append(-(value >> 1) if value & 1 else value >> 1)
+                    value = 0
+            column += fields[0]
+            if len(fields) >= 4:
+                source, line = source + fields[1], line + fields[2]
+                segments.append((column, source, line))
+        lines.append(segments)
+    return data["sources"], lines
+
+
+def source_of(frame: dict) -> str:
+    """file:line of a profiled function: in the original sources for the web client's chunks (their source maps in
+    frontend/dist), else in the script as served."""
+    url, line, column = frame.get("url", ""), frame.get("lineNumber", -1), frame.get("columnNumber", -1)
+    served = ROOT / "frontend" / "dist" / url.partition("/static/viewer/")[2]
+    if "/static/viewer/" in url and served.with_name(served.name + ".map").exists():
+        sources, lines = source_map(served.with_name(served.name + ".map"))
+        before = [segment for segment in lines[line] if segment[0] <= column] if 0 <= line < len(lines) else []
+        if before:
+            return f"{sources[before[-1][1]].rsplit('/', 1)[-1]}:{before[-1][2] + 1}"
+    return f"{url.rsplit('/', 1)[-1]}:{line + 1}"
+
+
 def profile_self_times(events: list, pid: int, tid: int, start: int, end: int, top: int) -> list:
     """The sampling profiler's self time per function (name, script, line) between start and end (trace µs)."""
     profile = next((e for e in events if e.get("name") == "Profile" and e.get("pid") == pid and e.get("tid") == tid), None)
@@ -175,7 +216,7 @@ def profile_self_times(events: list, pid: int, tid: int, start: int, end: int, t
         data = chunk["args"]["data"]
         for node in data.get("cpuProfile", {}).get("nodes", []):
             frame = node["callFrame"]
-            nodes[node["id"]] = f"{frame.get('functionName') or '(anonymous)'} {frame.get('url', '').rsplit('/', 1)[-1]}:{frame.get('lineNumber', -1) + 1}".strip()
+            nodes[node["id"]] = f"{frame.get('functionName') or '(anonymous)'} {source_of(frame)}".strip()
         samples += data.get("cpuProfile", {}).get("samples", [])
         deltas += data.get("timeDeltas", [])
     totals: dict[str, float] = {}

@@ -93,11 +93,9 @@ export class ModelView {
     this.listeners = new Set(); // (event) => void: "mode", "loaded", "unloaded", "diff", "plan", "sections", "visibility"
   }
 
-  // The tools, made after the constructor so that a model load can start first (its download overlaps them). The
-  // navigation cube is made here, not after the first frame: its WebGL context would then wait ~2-3 s (SwiftShader)
-  // behind the drawing of that frame, and delay the tree (bench/web_open.py's trace, 2026-11-26).
+  // the tools, made after the constructor so that a model load can start first (its download overlaps them); the
+  // navigation cube comes after the first model's first frame (showLoaded)
   initTools() {
-    new NavCubePlugin(this.viewer, { canvasId: this.navCubeCanvasId, visible: true });
     this.sections = new SectionPlanesPlugin(this.viewer);
     this.measurements = new DistanceMeasurementsPlugin(this.viewer);
     this.measureControl = new DistanceMeasurementsMouseControl(this.measurements, { pointerLens: new PointerLens(this.viewer), snapping: true });
@@ -174,11 +172,20 @@ export class ModelView {
     });
   }
 
-  // the camera on `aabb` from an isometric direction; the first frame drawn then is marked (viewer:first-frame)
+  // The camera on `aabb` from an isometric direction; the first frame drawn then is marked (viewer:first-frame).
+  // The navigation cube, a WebGL context of its own, is made after that frame once the page is idle, i.e. after the
+  // tree (built in the next animation frame, navigator.js): made beside the loading model, its GPU work (context,
+  // shaders, texture) queued before the model's, whose shaders then compiled 2.5x slower (SwiftShader); made right
+  // after the first frame, its context waited ~2.5 s behind that frame's drawing and delayed the tree.
   showLoaded(aabb) {
     Object.assign(this.viewer.camera, { eye: [1, 0.8, 1], look: [0, 0, 0], up: [0, 1, 0], projection: "perspective" });
     this.viewer.cameraFlight.jumpTo({ aabb, fit: true });
-    this.viewer.scene.once("rendered", () => performance.mark("viewer:first-frame"));
+    this.viewer.scene.once("rendered", () => {
+      performance.mark("viewer:first-frame");
+      if (!this.navCube) requestAnimationFrame(() => requestIdleCallback(() => {
+        this.navCube = this.navCube || new NavCubePlugin(this.viewer, { canvasId: this.navCubeCanvasId, visible: true });
+      }));
+    });
   }
 
   // A project's ready models in one view, each placed by its model -> project matrix (the federation's entries:
