@@ -18,8 +18,12 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
+    """One Chromium for the browser tests that run one after another. Package-scoped, not session-scoped: while
+    Playwright's synchronous API is started, its event loop counts as running in this thread, and Django refuses
+    database calls from a thread with a running loop (SynchronousOnlyOperation); under pytest-xdist a worker runs
+    other folders' database tests after the browser tests it was given."""
     if not Path(CHROMIUM).exists():
         message = "Debian's chromium is not installed (apt-get install chromium chromium-driver)"
         pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)

@@ -41,7 +41,9 @@ def test_services_end_when_the_test_run_is_killed(tmp_path):
     marker = uuid.uuid4().hex
     runner = subprocess.Popen(
         [sys.executable, "-c", RUN_A_STACK, str(tmp_path), str(ROOT)],
-        env={**os.environ, MARKER_NAME: marker}, stdout=subprocess.PIPE, text=True, start_new_session=True,
+        # not as an xdist worker: tests.processes would give it a marker of its own
+        env={**{k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}, MARKER_NAME: marker},
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
         assert runner.stdout.readline().strip() == "up"
