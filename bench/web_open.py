@@ -5,9 +5,10 @@
     .venv/bin/python bench/web_open.py --smoke     # a 2-storey tower, opened once each way: seconds
 
 Builds a tower (edit_service/examples/tower.py in the sandbox; the defaults give ~31 MB of IFC, ~26,000 elements),
-or takes an IFC file (--sample FILE, or `largest`: the largest .ifc of the shared samples, ../shared/ifc-samples or $VIEWER_SAMPLES_DIR), uploads it to the
-real stack (gateway, a conversion worker, edit service) and waits for the conversion. Then, in the system Chromium
-(headless, SwiftShader WebGL, fresh browser context = empty cache each time), alternating:
+or takes an IFC file (--sample FILE, or `largest`: the largest .ifc of the shared samples, ../shared/ifc-samples or
+$VIEWER_SAMPLES_DIR), uploads it to the real stack (gateway, a conversion worker, edit service) and waits for the
+conversion. Then, in the system Chromium (headless, SwiftShader WebGL, fresh browser context = empty cache each
+time), alternating:
 
 - client: the web client opened on the model (`/#model=<id>`): navigation start -> first frame drawn after the
   model loaded (`viewer:first-frame`) and -> the object tree built and clickable (`viewer:tree-ready`);
