@@ -1,32 +1,82 @@
 """Where a model, a project or a trashed item lies, for the access decision (accounts_app.policy.Scope): the
 project it belongs to, or the uploader of a model outside any project. Trashed records count: their owners restore
-them."""
+them.
+
+A model's scope also says whether the model is in the trash, and the scope the access decision looked up is kept
+for the rest of that request (on its thread, from request_started to request_finished), so that a view may take it
+instead of looking the model up again (decided_model_scope)."""
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 
+from django.core.signals import request_finished, request_started
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from accounts_app.policy import Scope, decide, visible_project_ids
 from accounts_app.roles import Capability
 from api.principal import Principal
-from models_app.models import MODEL_ID_PATTERN, PROJECT_ID_PATTERN, Deletion, IfcModel, Project
+from models_app.models import MODEL_ID_PATTERN, PROJECT_ID_PATTERN, Deletion, IfcModel, Project, ProjectModel
 
 MODEL_ID_RE = re.compile(rf"^{MODEL_ID_PATTERN}$")
 PROJECT_ID_RE = re.compile(rf"^{PROJECT_ID_PATTERN}$")
 
 
-def model_scope(model_id: str) -> Scope:
+@dataclass(frozen=True)
+class ModelScope(Scope):
+    in_trash: bool = False
+
+
+# One statement on every request that names a model: its uploader, its project (the link row is kept while the model
+# is trashed) and whether it is in the trash. Plain SQL: the ORM's query building took ~0.2-0.6 ms of it, the
+# statement itself ~0.015 ms.
+MODEL_SCOPE_SQL = (
+    "SELECT m.uploaded_by_id, link.project_id, m.deleted_at IS NOT NULL"
+    f" FROM {IfcModel._meta.db_table} m LEFT JOIN {ProjectModel._meta.db_table} link ON link.model_id = m.id"
+    " WHERE m.id = %s"
+)
+
+_this_request = threading.local()  # .scopes: {model id: ModelScope} looked up during the thread's current request
+
+
+def _start_request(**_kwargs) -> None:
+    _this_request.scopes = {}
+
+
+def _end_request(**_kwargs) -> None:
+    _this_request.scopes = None
+
+
+request_started.connect(_start_request, dispatch_uid="access-scopes-start")
+request_finished.connect(_end_request, dispatch_uid="access-scopes-end")
+
+
+def model_scope(model_id: str) -> ModelScope:
     if not MODEL_ID_RE.match(model_id or ""):
-        return Scope(model_id=model_id, exists=False)
-    # one query on every request that names a model: its uploader and its project (the link row kept while trashed)
-    row = IfcModel.with_trashed.filter(pk=model_id).values_list("uploaded_by_id", "project_link__project_id").first()
+        return ModelScope(model_id=model_id, exists=False)
+    with connection.cursor() as cursor:
+        cursor.execute(MODEL_SCOPE_SQL, [model_id])
+        row = cursor.fetchone()
     if row is None:
-        return Scope(model_id=model_id, exists=False)
-    owner_user_id, project_id = row
-    return Scope(project_id=project_id, model_id=model_id, owner_user_id=owner_user_id)
+        scope = ModelScope(model_id=model_id, exists=False)
+    else:
+        owner_user_id, project_id, in_trash = row
+        scope = ModelScope(project_id=project_id, model_id=model_id, owner_user_id=owner_user_id, in_trash=bool(in_trash))
+    scopes = getattr(_this_request, "scopes", None)
+    if scopes is not None:
+        scopes[model_id] = scope
+    return scope
+
+
+def decided_model_scope(model_id: str) -> ModelScope | None:
+    """The scope of `model_id` the access decision looked up for the current request (taken: asked once), or None
+    outside a request or when none was looked up."""
+    scopes = getattr(_this_request, "scopes", None)
+    return scopes.pop(model_id, None) if scopes else None
 
 
 def project_scope(project_id: str) -> Scope:

@@ -12,6 +12,7 @@ from api.signatures import Signature
 from core.errors import ApplicationError, Invalid, NotFound
 from core.provenance import DEFAULT_AUTHOR, Provenance, provenance_error
 from models_app import edit_client, revision_services
+from models_app.access_scopes import ModelScope
 from models_app.edit_client import UpstreamOutcomeUnknown
 from models_app.project_services import project_lock_of_model
 from models_app.selectors import model_exists
@@ -96,18 +97,26 @@ PROXY_ROUTES = [
 ]
 
 
-def require_model(model_id: str) -> None:
-    if not model_exists(model_id):
+def require_model(model_id: str, scope: ModelScope | None = None) -> None:
+    """A model outside the trash, or 40400. `scope`: the model's scope already looked up for this request (the
+    access decision's), which says so without a second query."""
+    if scope is None or scope.model_id != model_id:
+        exists = model_exists(model_id)
+    else:
+        exists = scope.exists and not scope.in_trash
+    if not exists:
         raise NotFound(f"model {model_id} not found")
 
 
-def forward(*, model_id: str, route: ProxyRoute, method: str, query=None, body=None, signature: Signature | None = None):
+def forward(*, model_id: str, route: ProxyRoute, method: str, query=None, body=None, signature: Signature | None = None,
+            scope: ModelScope | None = None):
     """Forwards one script/edit call for an existing model and applies the route's follow-ups on success; the
     versions and diff of a model with uploaded revisions are answered from those instead. `signature` (the
-    caller's account, api.signatures) replaces the body's self-declared author of a call that records one. When the
-    outcome is unknown (the edit service was too slow or the connection broke) a product-changing call is assumed
-    to have changed the product: converting once more is harmless, a stale viewer is not."""
-    require_model(model_id)
+    caller's account, api.signatures) replaces the body's self-declared author of a call that records one; `scope`
+    is the model's scope if the request already looked it up (require_model). When the outcome is unknown (the
+    edit service was too slow or the connection broke) a product-changing call is assumed to have changed the
+    product: converting once more is harmless, a stale viewer is not."""
+    require_model(model_id, scope)
     check_provenance(body)
     if signature is not None and signature.verified:
         if route.records_author and isinstance(body, dict):
