@@ -12,7 +12,7 @@ from django.db.backends.signals import connection_created
 
 import pytest
 
-from viewer_gateway.asgi import RequestThreads, django_asgi_app, request_threads
+from viewer_gateway.asgi import RequestThreads, one_step_handler, request_threads
 
 
 async def _thread_of_request(scope, receive, send):
@@ -62,8 +62,8 @@ def test_past_the_idle_limit_a_burst_s_extra_threads_end():
 
 
 def _get(path: str) -> int:
-    """One request through Django's handler on the application's threads (not the application itself: it would bind
-    the chat turns to this short-lived event loop)."""
+    """One request through the application's handler on its threads (not the application itself: it would bind the
+    chat turns to this short-lived event loop)."""
 
     async def one():
         sent = []
@@ -78,7 +78,7 @@ def _get(path: str) -> int:
         scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
                  "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
                  "headers": [(b"host", b"127.0.0.1")], "client": ("127.0.0.1", 5555), "server": ("127.0.0.1", 80)}
-        await request_threads.run(django_asgi_app, scope, receive, send)  # as the application does
+        await request_threads.run(one_step_handler.handle, scope, receive, send)  # as the application does
         return sent[0]["status"]
 
     return _in_own_loop(one())
