@@ -1,8 +1,9 @@
 """The web client's first frame (issue 36): it does not wait for what the picture does not need.
 
 - A project's federated view (#project=p_...) draws its first frame once its FIRST model is parsed: the second
-  model's model.xkt is held back by the test until that frame is marked, so a view that waited for all of its models
-  would never get there; released, the second model loads after the first frame (performance marks).
+  model's files are held back by the test (its metadata.json, which xeokit's loader asks for first, at once for every
+  model) until that frame is marked, so a view that waited for all of its models would never get there; released,
+  the second model loads after the first frame (performance marks).
 - A model in the address (#model=m_...) is downloaded by the page's entry before the application chunk is even
   requested, and only once: the 3D view takes that download instead of requesting the files again.
 """
@@ -40,10 +41,10 @@ def two_model_project(web_stack):
 def test_a_project_shows_its_first_model_before_the_second_is_loaded(page, web_stack, two_model_project):
     small, large = two_model_project["small"], two_model_project["large"]
     held = []
-    page.route(f"**/v1/models/{large}/model.xkt", lambda route: held.append(route))  # answered once the first frame is there
+    page.route(f"**/v1/models/{large}/metadata.json", lambda route: held.append(route))  # answered once the first frame is there
     page.goto(f"{web_stack.url}/#project={two_model_project['projectId']}")
     page.wait_for_function(f"{marked('viewer:first-frame')} && {marked(f'viewer:model-loaded:{small}')}", timeout=120_000)
-    assert len(held) == 1, "the second model's geometry was requested"
+    assert len(held) == 1, "the second model's files were asked for"
     assert page.evaluate(MARK_JS, f"viewer:model-loaded:{large}") is None
     # the first model is on screen, framed: its centre projects into the canvas
     assert page.evaluate("""(id) => {
