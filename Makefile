@@ -1,7 +1,7 @@
 # make run  : set everything up and start gateway, conversion workers, edit service, check and clash workers under supervisord
 #            (foreground; a dead process is restarted; Ctrl-C stops all; docs/operations/supervisor.md)
 # make test : set everything up and run the whole test suite
-# make test-fast : the unit and API tests only (no browser, no end-to-end stacks, no benchmarks) on 2 pytest-xdist
+# make test-fast : the unit and API tests only (no browser, no end-to-end stacks, no heavy tests, no benchmarks) on 2 pytest-xdist
 #            workers: the inner loop (docs/testing.md)
 # make lint : the import contract (.importlinter) and the lint (ruff.toml); docs/development.md
 SHELL := /bin/bash
@@ -62,18 +62,22 @@ $(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts
 	cd tests/accounts/oidc_provider && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# on TEST_WORKERS pytest-xdist workers (a module's tests stay on one worker: its stack of real processes is set up
+# once); the slowest tests are listed at the end (docs/testing.md)
+TEST_WORKERS ?= 2
 test: setup test-prerequisites $(OIDC_PROVIDER_STAMP)
-	env -u VIEWER_PG_DSN $(PY) -m pytest
+	env -u VIEWER_PG_DSN $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 	@if [ -n "$$VIEWER_PG_DSN" ]; then \
 		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \
-		$(PY) -m pytest -m storage; \
+		$(PY) -m pytest -m storage -n $(TEST_WORKERS) --dist loadfile; \
 	fi
 
-# -m "not e2e" leaves out every test that starts the real processes (tests/e2e, tests/browser and the e2e-marked
-# modules elsewhere); the paths are ignored too, so that not even their modules are imported
+# -m "not e2e and not heavy" leaves out every test that starts the real processes (tests/e2e, tests/browser and the
+# e2e-marked modules elsewhere) and the heavy in-process ones (samples through whole engines, real sandboxes,
+# manage.py children, whole-schema migrations); the paths are ignored too, so that not even their modules are imported
 FAST_WORKERS ?= 2
 test-fast: setup
-	env -u VIEWER_PG_DSN $(PY) -m pytest -m "not e2e" --ignore=tests/browser --ignore=tests/e2e -n $(FAST_WORKERS) -q
+	env -u VIEWER_PG_DSN $(PY) -m pytest -m "not e2e and not heavy" --ignore=tests/browser --ignore=tests/e2e -n $(FAST_WORKERS) -q --durations=10
 
 lint: $(PIP_STAMP)
 	$(VENV)/bin/lint-imports --no-cache

@@ -10,7 +10,7 @@ from models_app.models import IfcModel, Project
 from models_app.selectors import project_model_ids, project_of_model
 from plans_app.models import PlanVersion
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage, pytest.mark.heavy]
 
 BEFORE_THE_MOVE = [("models_app", "0003_model_format"), ("chat_app", "0001_initial"), ("plans_app", "0001_initial")]
 

@@ -23,6 +23,8 @@ from coordination_app.engine.clashes import _Shape, ElementSet, find_clashes, se
 from coordination_app.engine.geometry import build_clash_geometry, load
 from tests.helpers import sample
 
+pytestmark = pytest.mark.heavy
+
 TOLERANCE = 0.01
 SAMPLES = ("duplex.ifc", "AC20-FZK-Haus.ifc")
 

@@ -42,6 +42,7 @@ def test_the_site_builds_strictly(tmp_path):
     assert (tmp_path / "site" / "decisions" / "0003-fail-closed-sandbox" / "index.html").is_file()
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "breakage, warning",
     [

@@ -10,6 +10,8 @@ from edit_service.engine.kinds import KIND_FILE
 from edit_service.engine.workflow import Editor
 from tests.edit_service.conftest import MODEL_ID, example
 
+pytestmark = pytest.mark.heavy
+
 
 @pytest.fixture
 def drawing(data_dir, sandbox) -> Editor:

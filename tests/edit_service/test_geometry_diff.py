@@ -16,6 +16,8 @@ from edit_service.sandbox.script_lib import guid_for
 from tests.edit_service.conftest import MODEL_ID
 from tests.edit_service.test_api import service  # noqa: F401 - the module's real edit-service process
 
+pytestmark = pytest.mark.heavy
+
 SKELETON = (Path(__file__).resolve().parents[2] / "models_app" / "skeletons" / "ifc_project.py").read_text()
 
 SCRIPT = '''import script_lib as sl

@@ -18,6 +18,8 @@ from tests.edit_service.conftest import MODEL_ID, example
 from tests.edit_service.test_api import EditService
 from tests.helpers import poll
 
+pytestmark = pytest.mark.heavy
+
 SYMLINKED_OUTPUT = '''import os
 import script_lib as sl
 

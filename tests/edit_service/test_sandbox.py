@@ -16,6 +16,8 @@ import pytest
 from edit_service.engine.errors import RunFailed, SandboxUnavailable
 from edit_service.engine.sandbox import RUN_MOUNT, Sandbox, SandboxLimits
 
+pytestmark = pytest.mark.heavy
+
 ROOT = Path(__file__).resolve().parents[2]
 SEND_RESULTS = """
 import os, sys

@@ -12,6 +12,8 @@ from edit_service.sandbox.script_lib import guid_for
 from edit_service.sandbox.snapshot import snapshot
 from tests.helpers import sample
 
+pytestmark = pytest.mark.heavy
+
 BASE = '''import script_lib as sl
 
 PARAMS = {"name": "Diff house"}

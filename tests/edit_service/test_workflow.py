@@ -11,6 +11,8 @@ from edit_service.engine.store import read_json
 from edit_service.engine.workflow import Editor
 from tests.edit_service.conftest import MODEL_ID, example
 
+pytestmark = pytest.mark.heavy
+
 FAILING = "PARAMS = {'n': 1}\n\ndef build(params, out_path):\n    import sys\n    sys.stderr.write('x' * 5000)\n    raise RuntimeError('boom at the end')\n"
 
 

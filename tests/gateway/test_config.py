@@ -77,6 +77,7 @@ def test_malformed_file_names_the_key(tmp_path, payload, key):
     assert key in str(error.value)
 
 
+@pytest.mark.heavy
 def test_a_malformed_file_is_reported_by_the_system_checks_and_nothing_is_written(tmp_path):
     env = write_config(tmp_path, {"maxUploadMB": "lots"})
     (tmp_path / "cwd").mkdir()  # the default dataDir, ../data, would be tmp_path / "data"
@@ -114,6 +115,7 @@ def test_both_postgres_dsn_forms(dsn):
     assert settings["OPTIONS"] == {"sslmode": "disable"}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(
     "config, key",
     [({"converterScript": "/nowhere/convert.js"}, "converterScript"), ({"nodeBin": "no-such-node-binary"}, "nodeBin")],
@@ -161,6 +163,7 @@ def test_an_unbuilt_shipped_converter_says_how_to_build_it(tmp_path, monkeypatch
     assert problem.startswith("converterScript:") and "make setup" in problem
 
 
+@pytest.mark.heavy
 def test_a_network_address_without_a_token_stops_startup(tmp_path):
     """Binding to a non-loopback address with authentication off is refused unless the operator says so."""
     env = write_config(tmp_path, {"dataDir": str(tmp_path / "data"), "host": "0.0.0.0", "port": 1})

@@ -4,6 +4,8 @@ sample and on a generated tower: byte-identical metadata.json and element-values
 per entity, the same meshes (material, index and vertex counts), but for the elements with openings, whose meshes come
 from the opening subtraction since (test_conversion_openings.py compares them with OpenCascade's). Not timed.
 
+pytestmark = pytest.mark.heavy
+
 A "fallback:" entry converts the sample with its header naming IFC4X2, a schema ifcopenshell cannot read, so the
 worker's fallback (xeokit-convert's own web-ifc parser) converts it."""
 

@@ -16,6 +16,8 @@ from models_app.conversion.voids import modelling_precision, openings_of, subtra
 from tests.helpers import sample
 from tests.issues.bcf_xml import TESTCASES_DIR
 
+pytestmark = pytest.mark.heavy
+
 LIBRARY = "hybrid-cgal-simple-opencascade"
 PRECISION = 1e-5
 

@@ -6,12 +6,15 @@ import sys
 import threading
 
 import psutil
+import pytest
 
 from models_app.conversion import runner, sandbox
 from sandboxing.limits import PROJECT_ROOT
 from tests.helpers import MINIMAL_IFC, poll, sample
 from tests.processes import spawn, stop
 from viewer_gateway.config import SHIPPED_CONVERTER as CONVERTER
+
+pytestmark = pytest.mark.heavy
 
 
 def convert(tmp_path, ifc_bytes=MINIMAL_IFC, **overrides):
