@@ -266,8 +266,9 @@ def main() -> None:
             assert model["status"] == "ready", model
             sizes = {name: stack.api("GET", f"/v1/models/{model_id}/{name}").headers["Content-Length"] for name in ("model.xkt", "metadata.json")}
             clients, anchors, warm = [], [], []
-            args.trace_dir.mkdir(parents=True, exist_ok=True)
-            traces = {way: args.trace_dir / f"web-open-{name}-{way}.json" for way in ("client", "bare")}
+            trace_dir = folder / "traces" if args.smoke else args.trace_dir  # a smoke run writes nothing under bench/results/
+            trace_dir.mkdir(parents=True, exist_ok=True)
+            traces = {way: trace_dir / f"web-open-{name}-{way}.json" for way in ("client", "bare")}
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 open_bare(browser, stack.url, model_id, bare_js)  # warm-up: the browser, the OS page cache
@@ -281,6 +282,7 @@ def main() -> None:
                 open_bare(browser, stack.url, model_id, bare_js, trace=traces["bare"])
                 open_client(browser, stack.url, model_id, trace=traces["client"])[1].close()
                 browser.close()
+            trace_summaries = {way: {"file": str(path), **summarise_trace(path)} for way, path in traces.items()}
         finally:
             stack.stop()
     median = lambda runs, key: statistics.median(run[key] for run in runs)  # noqa: E731
@@ -297,7 +299,7 @@ def main() -> None:
         "warmFirstFrameRatioToAnchor": round(warm_first / anchor, 2),
         "medians": {way: {key: round(median(runs, key)) for key in runs[0]} for way, runs in (("anchor", anchors), ("client", clients), ("clientWarm", warm))},
         "runs": {"anchor": anchors, "client": clients, "clientWarm": warm},
-        "trace": {way: {"file": str(path), **summarise_trace(path)} for way, path in traces.items()},
+        "trace": trace_summaries,
     }, indent=2))
 
 
