@@ -4,9 +4,12 @@ adds its name to core.jobs.queues and a task here."""
 
 from __future__ import annotations
 
+from functools import partial
+
+from django.db import router, transaction
 from django_tasks import task
 
-from core.jobs import lifecycle
+from core.jobs import lifecycle, wakeup
 from core.jobs.kinds import JobKind, kind_of
 from core.jobs.queues import CHECK_QUEUE, CLASH_QUEUE, CONVERSION_QUEUE, QUEUES
 
@@ -33,9 +36,13 @@ assert set(QUEUE_TASKS) == set(QUEUES), "every queue in core.jobs.queues needs i
 
 
 def enqueue(kind: JobKind | str, *key) -> None:
-    """Queues a task for the job named by key (inside the transaction that made the row queued: both or neither)."""
+    """Queues a task for the job named by key (inside the transaction that made the row queued: both or neither);
+    the queue's idle workers on this host are woken once the task is committed."""
+    from django_tasks_db.models import DBTaskResult
+
     kind = kind_of(kind)
     QUEUE_TASKS[kind.queue].enqueue(kind.name, *key)
+    transaction.on_commit(partial(wakeup.wake, kind.queue), using=router.db_for_write(DBTaskResult), robust=True)
 
 
 def waiting_args(kind: JobKind | str) -> list[list]:

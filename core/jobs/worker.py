@@ -1,6 +1,6 @@
-"""A task worker process: django-tasks' db_worker on one queue, plus a thread that keeps recovering the jobs of
-workers that died (every job kind on the queue; not only at the next start). Conversion and IDS check workers are
-both this."""
+"""A task worker process: django-tasks' db_worker loop on one queue, woken as soon as a task of the queue is enqueued
+on this host (core.jobs.wakeup), plus a thread that keeps recovering the jobs of workers that died (every job kind on
+the queue; not only at the next start). Conversion, IDS check and clash workers are all this."""
 
 from __future__ import annotations
 
@@ -8,14 +8,37 @@ import logging
 import threading
 import time
 
-from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import connections
+from django.utils.crypto import get_random_string
+from django_tasks_db.compat import DEFAULT_TASK_BACKEND_ALIAS
+from django_tasks_db.management.commands.db_worker import Command as DBWorkerCommand
+from django_tasks_db.management.commands.db_worker import Worker
 
 from core.jobs import recovery
 from core.jobs.kinds import kinds_on
+from core.jobs.wakeup import WakeUp
 
 logger = logging.getLogger(__name__)
+
+
+class WakeableWorker(Worker):
+    """django-tasks' worker loop, which sleeps `time.sleep(self.interval)` when the queue is empty and reads the
+    interval nowhere else once started without a startup delay. Reading it is the hook: it waits for a wake-up, at
+    most the interval, and leaves nothing to sleep."""
+
+    def __init__(self, *, wake_up: WakeUp, **options):
+        self.wake_up = wake_up
+        super().__init__(**options)
+
+    @property
+    def interval(self) -> float:
+        self.wake_up.wait(self._interval)
+        return 0
+
+    @interval.setter
+    def interval(self, value: float) -> None:
+        self._interval = value
 
 
 class QueueWorkerCommand(BaseCommand):
@@ -53,4 +76,13 @@ class QueueWorkerCommand(BaseCommand):
         if recovered:
             self.stdout.write(f"re-queued interrupted {self.what}: {', '.join(recovered)}")
         threading.Thread(target=self._watch, args=(options["recovery_interval"],), daemon=True).start()
-        call_command("db_worker", queue_name=self.queue_name, interval=options["interval"], startup_delay=False)
+        DBWorkerCommand(stdout=self.stdout, stderr=self.stderr).configure_logging(options["verbosity"])
+        wake_up = WakeUp(self.queue_name)
+        worker = WakeableWorker(wake_up=wake_up, queue_names=[self.queue_name], interval=options["interval"], batch=False,
+                                backend_name=DEFAULT_TASK_BACKEND_ALIAS, startup_delay=False, max_tasks=None,
+                                worker_id=get_random_string(32), excluded_queue_names=[])
+        worker.configure_signals()
+        try:
+            worker.run()
+        finally:
+            wake_up.close()
