@@ -2,18 +2,15 @@
 project it belongs to, or the uploader of a model outside any project. Trashed records count: their owners restore
 them.
 
-A model's scope also says whether the model is in the trash, and the scope the access decision looked up is kept
-for the rest of that request (on its thread, from request_started to request_finished), so that a view may take it
-instead of looking the model up again (decided_model_scope)."""
+A model's scope also says whether the model is in the trash: the access decision leaves the scope it looked up on
+the request (`request.access_scope`), so that a view may use it instead of looking the model up again."""
 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.core.signals import request_finished, request_started
 from django.db import connection
 from django.db.models import Q, QuerySet
 
@@ -40,20 +37,6 @@ MODEL_SCOPE_SQL = (
     " WHERE m.id = %s"
 )
 
-_this_request = threading.local()  # .scopes: {model id: ModelScope} looked up during the thread's current request
-
-
-def _start_request(**_kwargs) -> None:
-    _this_request.scopes = {}
-
-
-def _end_request(**_kwargs) -> None:
-    _this_request.scopes = None
-
-
-request_started.connect(_start_request, dispatch_uid="access-scopes-start")
-request_finished.connect(_end_request, dispatch_uid="access-scopes-end")
-
 
 def model_scope(model_id: str) -> ModelScope:
     if not MODEL_ID_RE.match(model_id or ""):
@@ -62,21 +45,9 @@ def model_scope(model_id: str) -> ModelScope:
         cursor.execute(MODEL_SCOPE_SQL, [model_id])
         row = cursor.fetchone()
     if row is None:
-        scope = ModelScope(model_id=model_id, exists=False)
-    else:
-        owner_user_id, project_id, in_trash = row
-        scope = ModelScope(project_id=project_id, model_id=model_id, owner_user_id=owner_user_id, in_trash=bool(in_trash))
-    scopes = getattr(_this_request, "scopes", None)
-    if scopes is not None:
-        scopes[model_id] = scope
-    return scope
-
-
-def decided_model_scope(model_id: str) -> ModelScope | None:
-    """The scope of `model_id` the access decision looked up for the current request (taken: asked once), or None
-    outside a request or when none was looked up."""
-    scopes = getattr(_this_request, "scopes", None)
-    return scopes.pop(model_id, None) if scopes else None
+        return ModelScope(model_id=model_id, exists=False)
+    owner_user_id, project_id, in_trash = row
+    return ModelScope(project_id=project_id, model_id=model_id, owner_user_id=owner_user_id, in_trash=bool(in_trash))
 
 
 def project_scope(project_id: str) -> Scope:

@@ -8,7 +8,6 @@ from rest_framework.views import APIView
 from api.signatures import signed_by
 from core.errors import Invalid
 from models_app import script_services
-from models_app.access_scopes import decided_model_scope
 from models_app.edit_client import SandboxBusy
 
 EDIT_RESPONSES = {
@@ -53,7 +52,7 @@ class EditProxyView(APIView):
             query=dict(request.query_params.lists()) or None,
             body=self._body(request),
             signature=signed_by(request),
-            scope=decided_model_scope(model_id),
+            scope=getattr(request, "access_scope", None),
         )
         return Response(payload)
 

@@ -99,8 +99,8 @@ PROXY_ROUTES = [
 
 def require_model(model_id: str, scope: ModelScope | None = None) -> None:
     """A model outside the trash, or 40400. `scope`: the model's scope already looked up for this request (the
-    access decision's), which says so without a second query."""
-    if scope is None or scope.model_id != model_id:
+    access decision's `request.access_scope`), which says so without a second query."""
+    if not isinstance(scope, ModelScope) or scope.model_id != model_id:
         exists = model_exists(model_id)
     else:
         exists = scope.exists and not scope.in_trash

@@ -115,8 +115,10 @@ class AccessMiddleware:
         if principal.via == Via.OAUTH and capability != Capability.PUBLIC and not isinstance(rule, OAuthRule):
             return error_response(FORBIDDEN, "an OAuth2 client's token acts on the BCF API (/bcf/, /foundation/) only; the rest of "
                                              "the API needs a sign-in or a personal token")
-        decision = decide(principal, capability, route_scope(route.kwargs))
+        scope = route_scope(route.kwargs)
+        decision = decide(principal, capability, scope)
         if not decision.allowed:
             return error_response(decision.code, decision.message)
         request.principal = principal
+        request.access_scope = scope  # what the decision looked up (a view may use it instead of a second query)
         return self.get_response(request)

@@ -1,15 +1,14 @@
-"""A proxied call looks its model up once: the access decision's scope (models_app.access_scopes) says whether the
-model exists and is outside the trash, and the view passes it to script_services.forward instead of a second
-query. A trashed or unknown model is still refused with 40400 and nothing is forwarded."""
+"""A proxied call looks its model up once: the access decision's scope (models_app.access_scopes), left on the
+request as `access_scope`, says whether the model exists and is outside the trash, and the view passes it to
+script_services.forward instead of a second query. A trashed or unknown model is still refused with 40400 and nothing is forwarded."""
 
 import pytest
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections, connection
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts_app.models import Account
-from models_app.access_scopes import decided_model_scope, model_scope
+from models_app.access_scopes import model_scope
 from models_app.models import IfcModel
 from tests.accounts.people import person, signed_in
 from tests.proxy.test_proxy_faults import fake, model  # noqa: F401 - fixtures
@@ -50,28 +49,3 @@ def test_an_unknown_model_is_refused_without_forwarding(api, fake):  # noqa: F81
     answer = api.get("/api/v1/models/m_0123456789abcdef/script")
     assert (answer.status_code, answer.json()["code"]) == (404, 40400)
     assert fake.received == []
-
-
-@pytest.fixture
-def connections_kept():
-    """The request signals without their closing of database connections, as Django's test client sends them."""
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    yield
-    request_started.connect(close_old_connections)
-    request_finished.connect(close_old_connections)
-
-
-def test_a_scope_is_kept_for_its_own_request_only(model, connections_kept):  # noqa: F811
-    model_scope(model.id)
-    assert decided_model_scope(model.id) is None  # outside a request nothing is kept
-    request_started.send(sender=None)
-    model_scope(model.id)
-    request_finished.send(sender=None)
-    request_started.send(sender=None)
-    assert decided_model_scope(model.id) is None  # the previous request's
-    model_scope(model.id)
-    scope = decided_model_scope(model.id)
-    assert (scope.model_id, scope.exists, scope.in_trash) == (model.id, True, False)
-    assert decided_model_scope(model.id) is None  # taken once
-    request_finished.send(sender=None)
