@@ -46,19 +46,19 @@ class SandboxBusy(Upstream):
 _POOLS: dict[str, urllib3.PoolManager] = {}
 
 
-def _renew_session_after_fork() -> None:
+def _renew_pools_after_fork() -> None:
     global _POOLS
     _POOLS = {}
     _SECRET_CACHE.clear()
 
 
-def _session() -> dict[str, urllib3.PoolManager]:
+def _pools() -> dict[str, urllib3.PoolManager]:
     """This process's pools (a forked child's are its own)."""
     return _POOLS
 
 
 def _pool(base_url: str) -> urllib3.PoolManager:
-    pools = _session()
+    pools = _pools()
     manager = pools.get(base_url)
     if manager is None:  # two threads may both make one; the second simply replaces the first
         manager = pools[base_url] = _new_manager(base_url)
@@ -77,7 +77,7 @@ def _new_manager(base_url: str) -> urllib3.PoolManager:
     return urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
 
 
-os.register_at_fork(after_in_child=_renew_session_after_fork)
+os.register_at_fork(after_in_child=_renew_pools_after_fork)
 
 
 def _detail_message(detail) -> str:

@@ -49,12 +49,12 @@ def test_calls_from_request_threads_one_after_another_reuse_the_connection(keep_
 
 def test_a_forked_child_opens_its_own_connection(keep_alive_fake):
     edit_client.call("GET", "/health")
-    parent_session = edit_client._session()
+    parent_pools = edit_client._pools()
     read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # the child: report whether it got a session of its own, and use it
+    if pid == 0:  # the child: report whether it got pools of its own, and use them
         try:
-            fresh = edit_client._session() is not parent_session
+            fresh = edit_client._pools() is not parent_pools
             edit_client.call("GET", "/health")
             os.write(write_end, b"1" if fresh else b"0")
         finally:
