@@ -144,6 +144,17 @@ TASK_KINDS = {"EvaluateScript", "v8.evaluateModule", "FunctionCall", "XHRLoad", 
               "ResourceReceivedData", "Layout", "UpdateLayoutTree", "Paint"}
 
 
+def navigation_start(events: list, main: list, mark: dict) -> int:
+    """The trace time the page's navigation started: its main thread's navigationStart; when that renderer came up
+    after the mark was emitted elsewhere (Chromium may swap processes on navigation) any navigationStart before the
+    mark; failing both, the main thread's first event."""
+    for candidates in (main, events):
+        starts = [e["ts"] for e in candidates if e.get("name") == "navigationStart" and 0 < e.get("ts", 0) <= mark["ts"]]
+        if starts:
+            return max(starts)
+    return min(e["ts"] for e in main if e.get("ts", 0) > 0)
+
+
 def summarise_trace(path: Path, until_mark: str = "viewer:first-frame", top: int = 15) -> dict:
     """The page's main thread from navigation start to `until_mark`: its busy time, its long tasks (>= 30 ms, with
     what each mostly did) and the JS functions with the most self time (the sampling profiler's samples)."""
@@ -152,7 +163,7 @@ def summarise_trace(path: Path, until_mark: str = "viewer:first-frame", top: int
     mark = next(e for e in events if e.get("name") == until_mark and "user_timing" in e.get("cat", ""))
     pid, tid = mark["pid"], mark["tid"]
     main = [e for e in events if e.get("pid") == pid and e.get("tid") == tid]
-    start = max(e["ts"] for e in main if e.get("name") == "navigationStart" and e["ts"] <= mark["ts"])
+    start = navigation_start(events, main, mark)
     end = mark["ts"]
     ms = lambda us: round(us / 1000)  # noqa: E731
     tasks = sorted((e for e in main if e.get("name") == "RunTask" and e.get("ph") == "X" and start <= e["ts"] <= end), key=lambda e: e["ts"])
