@@ -36,6 +36,39 @@ def namespace_pid(pid: int) -> int | None:
         return None
 
 
+def _children(pid: int) -> list[int] | None:
+    """The host pids of a process's children, from /proc/<pid>/task/<tid>/children; None where the kernel has no
+    such file (CONFIG_PROC_CHILDREN) or the process is gone."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        found = []
+        for task in tasks:
+            with open(f"/proc/{pid}/task/{task}/children") as children:
+                found += [int(child) for child in children.read().split()]
+        return found
+    except (OSError, ValueError):
+        return None
+
+
+def descendant_host_pid(root: int, ns_pid: int) -> int | None:
+    """The host pid of the descendant of `root` whose innermost pid is ns_pid. Walks the children files (a few small
+    reads down the sandbox's short chain: bwrap, its pid 1, the zygote); where they cannot be read, psutil's walk,
+    which reads every process of the host (tens of milliseconds on a busy machine)."""
+    level = [root]
+    while level:
+        below = []
+        for pid in level:
+            children = _children(pid)
+            if children is None:
+                return next((p.pid for p in psutil.Process(root).children(recursive=True) if namespace_pid(p.pid) == ns_pid), None)
+            below += children
+        for pid in below:
+            if namespace_pid(pid) == ns_pid:
+                return pid
+        level = below
+    return None
+
+
 class SandboxedZygote:
     """The sandboxed fork server of one worker process; started on first use (under `lock`), again if it died."""
 
@@ -131,7 +164,7 @@ class SandboxedZygote:
         """Sends a job with its named descriptors; returns the child's (namespace pid, host pid)."""
         socket.send_fds(self.control, [json.dumps({**job, "fds": list(fds)}).encode()], list(fds.values()))
         ns_pid = self.expect("forked", deadline)
-        host_pid = next((p.pid for p in psutil.Process(self.process.pid).children(recursive=True) if namespace_pid(p.pid) == ns_pid), None)
+        host_pid = descendant_host_pid(self.process.pid, ns_pid)
         if host_pid is None:
             raise self.child_not_found()
         return ns_pid, host_pid

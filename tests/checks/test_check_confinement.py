@@ -57,3 +57,17 @@ def test_without_a_cgroup_a_check_is_refused_unless_allowed(tmp_path):
     allowed = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path / "allowed", timeout_seconds=300,
                                 limits=replace(ConversionLimits(cgroup_root=str(plain)), allow_no_cgroup=True), on_progress=lambda *_: None)
     assert allowed.ok, allowed.error
+
+
+def test_the_forked_check_is_found_without_walking_every_process_of_the_host(tmp_path, monkeypatch):
+    # psutil's walk reads /proc/<pid>/stat of every process (30-140 ms per check on a busy host); the children files
+    # of the sandbox's short chain lead to the forked check in a few reads
+    import sandboxing.zygote
+
+    def no_walk(pid):
+        raise AssertionError("the host's whole process table was read")
+
+    monkeypatch.setattr(sandboxing.zygote.psutil, "Process", no_walk)
+    outcome = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path, timeout_seconds=300,
+                                limits=ConversionLimits(), on_progress=lambda *_: None)
+    assert outcome.ok, outcome.error
