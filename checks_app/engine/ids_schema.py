@@ -72,16 +72,20 @@ def validate_ids(data: bytes) -> IdsDocumentInfo:
     root = _parse(data)
     if root.tag != f"{{{IDS_NAMESPACE}}}ids":
         raise IdsInvalid(f"line {root.sourceline}: the root element is {root.tag!r}, expected <ids> in the namespace {IDS_NAMESPACE}")
-    violation = _first_violation(root) or _first_unsupported_pattern(root)
-    if violation:
-        raise IdsInvalid(violation)
     encoding = root.getroottree().docinfo.encoding or "utf-8"
     try:
         text = data.decode(encoding)
     except (LookupError, UnicodeDecodeError) as exc:
-        raise IdsInvalid(f"the IDS file cannot be decoded as {encoding}: {exc}") from None
-    try:
-        document = load_ids(text)
-    except Exception as exc:  # noqa: BLE001 - anything ifctester cannot read is a bad upload, never a crash
-        raise IdsInvalid(f"the IDS file cannot be read: {type(exc).__name__}: {exc}") from None
+        text, unreadable = None, f"the IDS file cannot be decoded as {encoding}: {exc}"
+    else:
+        # ifctester's reading decodes with xmlschema, validating as it goes: a valid document (the usual upload) is
+        # read in one pass; the line and rule of a violation come from a second, validating pass over the lxml tree
+        try:
+            document, unreadable = load_ids(text), None
+        except Exception as exc:  # noqa: BLE001 - anything ifctester cannot read is a bad upload, never a crash
+            unreadable = f"the IDS file cannot be read: {type(exc).__name__}: {exc}"
+    if unreadable is not None:
+        raise IdsInvalid(_first_violation(root) or _first_unsupported_pattern(root) or unreadable)
+    if pattern := _first_unsupported_pattern(root):
+        raise IdsInvalid(pattern)
     return IdsDocumentInfo(text=text, title=str(document.info.get("title") or ""), specifications=len(document.specifications))
