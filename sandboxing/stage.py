@@ -52,10 +52,13 @@ class StageOutput:
         for reader in self.readers:
             reader.start()
 
-    def relay(self, deadline: float, on_line: Callable[[str], None]) -> None:
-        """Relays lines until the stage closes its output; queue.Empty at the deadline."""
+    def relay(self, deadline: float, on_line: Callable[[str], bool | None]) -> bool:
+        """Relays lines until the stage closes its output (False), or until on_line answers True for a line (True);
+        queue.Empty at the deadline."""
         while (line := self.lines.get(timeout=max(0.0, deadline - time.monotonic()))) is not None:
-            on_line(line)
+            if on_line(line):
+                return True
+        return False
 
     def drain(self) -> None:
         """Lets both readers reach the end of their pipes (call once the stage's processes are gone)."""

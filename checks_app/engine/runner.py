@@ -4,7 +4,8 @@ like a conversion's ifcopenshell stage: the zygote runs in bubblewrap without ne
 check touches is a descriptor opened here in the check's work folder; each child is moved into a per-check cgroup
 with a memory and process cap before it reads a byte (refused without one unless the operator opted in:
 conversionAllowNoCgroup, then RLIMIT_AS caps it), has an RLIMIT_CPU of the time limit and is killed with its cgroup
-at the time limit. Progress arrives as JSON lines on the child's own pipe. The zygote starts on the worker's first
+at the time limit. Progress arrives as JSON lines on the child's own pipe; its last line says the result is written,
+and the caller has it while the child exits (its memory's teardown) and its cgroup is removed, before the next check. The zygote starts on the worker's first
 check (check_worker warms it before) and again if it died; starting it is not the check's time."""
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import json
 import os
 import queue
 import signal
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from checks_app.engine.child import MEMORY_EXIT_CODE, UNRUNNABLE_IDS_EXIT_CODE
+from checks_app.engine.zygote import RESULT_WRITTEN
 from models_app.public import ConversionLimits
 from sandboxing.limits import open_new, open_read
 from sandboxing.probe import IsolationUnavailable, isolation_problem
@@ -107,12 +110,13 @@ def run_check_process(
     except IsolationUnavailable as exc:
         return CheckOutcome(False, f"check refused: {exc}")
     zygote = check_zygote(limits)
+    zygote.lock.acquire()
+    exiting = None
     try:
-        with zygote.lock:
-            if not zygote.alive:
-                zygote.start()
-            code, output = _run_in_child(zygote, ifc_path, work_dir, time.monotonic() + timeout_seconds, int(timeout_seconds) + 5,
-                                         cgroup, limits, on_progress)
+        if not zygote.alive:
+            zygote.start()
+        code, output, exiting = _run_in_child(zygote, ifc_path, work_dir, time.monotonic() + timeout_seconds, int(timeout_seconds) + 5,
+                                              cgroup, limits, on_progress)
         return _outcome(code, output, cgroup, limits, work_dir)
     except _ChildTimeout:
         return CheckOutcome(False, f"the check exceeded the time limit of {timeout_seconds:g} s and was stopped", repeatable=True)
@@ -123,13 +127,47 @@ def run_check_process(
     except OSError as exc:
         return CheckOutcome(False, f"the check could not start: {exc.strerror or exc}")
     finally:
+        if exiting is None:
+            _release(zygote, cgroup)
+        else:  # the zygote stays this check's until its child has exited and the cgroup is gone
+            threading.Thread(target=_settle_exit, args=(zygote, cgroup, exiting), daemon=True).start()
+
+
+@dataclass
+class _Exiting:
+    """A child that has written its result and is still exiting."""
+
+    host_pid: int
+    output: StageOutput
+    deadline: float
+
+
+def _release(zygote: CheckZygote, cgroup) -> None:
+    try:
         if cgroup is not None:
             cgroup.remove()
+    finally:
+        zygote.lock.release()
+
+
+def _settle_exit(zygote: CheckZygote, cgroup, child: _Exiting) -> None:
+    """After the caller has the result: waits for the child's exit (killed at the time limit like any check), then
+    removes its cgroup and frees the zygote for the next check, which waits for its lock until then."""
+    try:
+        try:
+            zygote.expect("exited", child.deadline)
+        except (_ChildTimeout, ZygoteGone):
+            _kill(child.host_pid, cgroup)
+            zygote.stop()
+        child.output.drain()
+    finally:
+        _release(zygote, cgroup)
 
 
 def _run_in_child(zygote: CheckZygote, ifc_path: Path, work_dir: Path, deadline: float, cpu_seconds: int, cgroup, limits,
-                  on_progress) -> tuple[int, StageOutput]:
-    """Forks the check's child, moves it into the cgroup, lets it go and relays its progress; (exit code, output)."""
+                  on_progress) -> tuple[int, StageOutput, _Exiting | None]:
+    """Forks the check's child, moves it into the cgroup, lets it go and relays its progress; (exit code, output,
+    the child still exiting once its result is written, else None)."""
     with Descriptors() as sent:
         go_read, go_write = sent.pipe()
         progress_read, progress_write = os.pipe()
@@ -156,9 +194,12 @@ def _run_in_child(zygote: CheckZygote, ifc_path: Path, work_dir: Path, deadline:
             output.drain()
             raise IsolationUnavailable("cgroup") from None
         os.write(go_write, GO)
+    exiting = None
     try:
-        output.relay(deadline, lambda line: _relay(line, on_progress))
-        return zygote.expect("exited", deadline)["status"], output
+        if output.relay(deadline, lambda line: _relay(line, on_progress)):
+            exiting = _Exiting(host_pid, output, deadline)
+            return 0, output, exiting
+        return zygote.expect("exited", deadline)["status"], output, None
     except (queue.Empty, _ChildTimeout):
         _kill(host_pid, cgroup)
         _expect_exit(zygote, time.monotonic() + STOP_SECONDS)
@@ -168,7 +209,8 @@ def _run_in_child(zygote: CheckZygote, ifc_path: Path, work_dir: Path, deadline:
         zygote.stop()
         raise
     finally:
-        output.drain()
+        if exiting is None:
+            output.drain()
 
 
 def _expect_exit(zygote: CheckZygote, deadline: float) -> None:
@@ -199,12 +241,16 @@ def _outcome(code: int, output: StageOutput, cgroup, limits: ConversionLimits, w
     return CheckOutcome(True)
 
 
-def _relay(line: str, on_progress: Callable[[str, int], None]) -> None:
+def _relay(line: str, on_progress: Callable[[str, int], None]) -> bool:
+    """Relays a progress line; True for the child's last line, that its result is written."""
     try:
         progress = json.loads(line)
+        if progress.get(RESULT_WRITTEN) is True:
+            return True
         on_progress(str(progress["phase"]), int(progress["percent"]))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         pass
+    return False
 
 
 def check_limits(config, memory_mb: int) -> ConversionLimits:

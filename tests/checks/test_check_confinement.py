@@ -3,6 +3,7 @@ bubblewrap, real cgroups): it sees neither the configuration nor the data direct
 writable, is killed at its memory cap, and is refused where no cgroup can be made unless the operator opted in."""
 
 import json
+import threading
 from dataclasses import replace
 
 from checks_app.engine.runner import RESULT_FILE, run_check_process
@@ -71,3 +72,33 @@ def test_the_forked_check_is_found_without_walking_every_process_of_the_host(tmp
     outcome = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path, timeout_seconds=300,
                                 limits=ConversionLimits(), on_progress=lambda *_: None)
     assert outcome.ok, outcome.error
+
+
+def test_the_result_is_handed_back_while_the_child_exits_and_the_next_check_waits_for_that(tmp_path, monkeypatch):
+    from checks_app.engine import runner
+    from sandboxing import cgroups
+
+    exit_seen, events = threading.Event(), []
+    expect = runner.CheckZygote.expect
+
+    def held_exit(zygote, key, deadline):
+        if key == "exited":
+            exit_seen.wait(60)  # held until the result is back (the whole minute if the caller waited for the exit)
+            events.append("exit seen")
+        return expect(zygote, key, deadline)
+
+    monkeypatch.setattr(runner.CheckZygote, "expect", held_exit)
+    limits = ConversionLimits()
+    (tmp_path / "first").mkdir()
+    outcome = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path / "first", timeout_seconds=300,
+                                limits=limits, on_progress=lambda *_: None)
+    events.append("result back")
+    assert outcome.ok and json.loads((tmp_path / "first" / RESULT_FILE).read_text())["summary"]["specifications"] == 13
+    exit_seen.set()
+    (tmp_path / "second").mkdir()
+    following = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path / "second", timeout_seconds=300,
+                                  limits=limits, on_progress=lambda *_: None)
+    assert following.ok, following.error
+    assert events[:2] == ["result back", "exit seen"]
+    with runner.check_zygote(limits).lock:  # the second child's exit settled: no run cgroup of this process is left
+        assert not {name for name in cgroups._in_use if name.startswith(cgroups.NAME_PREFIX)}
