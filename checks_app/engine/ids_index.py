@@ -78,6 +78,15 @@ def _attribute_place(element, name: str) -> tuple:
         return category, index, False
 
 
+def _attribute_value_key(ifc_class: str, value, takes_text: bool):
+    """An attribute facet's key of a forward attribute's value: non-empty text that ifctester cannot take for empty
+    is its own key, whatever the class (see _text_outcome); anything else (class, value key), UNCACHED for lists."""
+    if takes_text and value.__class__ is str and value:
+        return value
+    value = _value_key(value)
+    return UNCACHED if value is UNCACHED else (ifc_class, value)
+
+
 def _text_outcome(facet, text: str):
     """What ifctester's Attribute facet answers for a forward attribute holding non-empty text (not a LOGICAL):
     a value to compare is compared with the text (a simple value or a restriction, as ifctester compares it), and a
@@ -88,6 +97,28 @@ def _text_outcome(facet, text: str):
     if facet.cardinality == "prohibited":
         return ifctester_facet.AttributeResult(not passed, {"type": "PROHIBITED"})
     return ifctester_facet.AttributeResult(passed, None if passed else {"type": "VALUE", "actual": text})
+
+
+@functools.cache
+def _classes_declaring(schema: str, attribute: str) -> tuple[str, ...]:
+    """The classes ifctester's attribute facet asks by_type for, in its order: its own filter run against a stand-in
+    that records them (it walks the schema's ~800 entity declarations, ~3 ms, on every call)."""
+    recorder = _ClassRecorder(schema)
+    ifctester_facet.Attribute(attribute).filter(recorder, None)
+    return tuple(recorder.classes)
+
+
+class _ClassRecorder:
+    """A model with no elements that notes the classes asked for."""
+
+    def __init__(self, schema: str):
+        self.schema_identifier = schema
+        self.classes: list[str] = []
+
+    def by_type(self, ifc_class: str, include_subtypes: bool = True) -> tuple:
+        assert include_subtypes
+        self.classes.append(ifc_class)
+        return ()
 
 
 def _item_content(item, value_matters: bool):
@@ -114,6 +145,8 @@ class ModelIndex:
         self.ifc = ifc
         self.ifc2x3 = ifc.schema == "IFC2X3"
         self.askers: dict[int, Callable] = {}  # id(facet) -> element -> outcome (see asker)
+        self.keyed_askers: dict[int, Callable] = {}  # id(facet) -> (element, its key) -> outcome (see asker)
+        self.text_passes: dict[int, dict] = {}  # id(facet) -> {text: passes} (see _passing_attribute)
         self.facets: dict[int, object] = {}  # id(facet) -> facet (kept alive while its id is a key)
         self.pset_contexts: dict[int, tuple | None] = {}  # element id -> (type's [(name, content)], own [(name, content)])
         self.contents: dict[tuple, tuple] = {}  # (property set id, baseName, has a value) -> content key
@@ -136,34 +169,69 @@ class ModelIndex:
         elements = None
         for facet in specification.applicability:
             elements = self.filter(facet, elements)
-        checked = [self.asker(facet) for facet in specification.applicability if not isinstance(facet, ifctester_facet.Entity)]
+        elements = elements or []
+        for facet in specification.applicability:  # each element asked each facet in turn until one fails, as ifctester does
+            if not isinstance(facet, ifctester_facet.Entity):
+                elements = self.passing(facet, elements)
+        result.applicable = elements
         requirements = list(enumerate(map(self.asker, specification.requirements))) if specification.maxOccurs != 0 else []
-        applicable, failed_elements, failures = result.applicable, result.failed_elements, result.failures
-        for element in elements or []:
-            for ask in checked:
-                if not ask(element):
-                    break
-            else:
-                applicable.append(element)
-                for index, ask in requirements:
-                    found = ask(element)
-                    if not found:
-                        failed_elements.add(element)
-                        failures.append((element, index, found))
+        failed_elements, failures = result.failed_elements, result.failures
+        for element in elements:
+            for index, ask in requirements:
+                found = ask(element)
+                if not found:
+                    failed_elements.add(element)
+                    failures.append((element, index, found))
         return result
 
     def filter(self, facet, elements):
         """ifctester's broadphase: the first facet's candidates (kept per model), then each further facet keeps the
         elements it passes."""
         if elements is not None:
-            ask = self.asker(facet)
-            return [element for element in elements if ask(element)] if elements else []
+            return self.passing(facet, elements)
         key = self._candidates_key(facet)
         if key is None:
             return facet.filter(self.ifc, None)
         if key not in self.candidates:
-            self.candidates[key] = facet.filter(self.ifc, None)
+            self.candidates[key] = self._attribute_candidates(facet) if key[0] == "attribute" else facet.filter(self.ifc, None)
         return self.candidates[key]
+
+    def _attribute_candidates(self, facet) -> list:
+        """What ifctester's attribute facet filters a model to: the elements of each class declaring the attribute
+        (subtypes included), in its order of the classes, which depends on the schema only (kept per process)."""
+        by_type = self.ifc.by_type
+        return [element for ifc_class in _classes_declaring(self.ifc.schema_identifier, facet.name) for element in by_type(ifc_class)]
+
+    def passing(self, facet, elements: list) -> list:
+        """The elements the facet passes, in order."""
+        ask = self.asker(facet)
+        if ask is not facet and isinstance(facet, ifctester_facet.Attribute):
+            return self._passing_attribute(facet, elements, ask)
+        return [element for element in elements if ask(element)]
+
+    def _passing_attribute(self, facet, elements: list, ask: Callable) -> list:
+        """passing() of an attribute facet naming one attribute, in bulk (an attribute-only applicability asks it of
+        tens of thousands of named entities): each element's class and then its attribute, by the class's index of
+        it, read through ifcopenshell's methods themselves in one sweep each, and whether a text passes kept per
+        text; the outcomes are ask's, for the same keys (_attribute_key). Classes where the attribute is not text as
+        it is (not a forward attribute, a LOGICAL) are asked one element at a time."""
+        classes = list(map(ifcopenshell.entity_instance.is_a, elements))
+        indexes = {}
+        for ifc_class, element in dict(zip(classes, elements)).items():
+            category, index, takes_text = self._place_of(ifc_class, facet.name, element)
+            if category != 1 or not takes_text:
+                return [element for element in elements if ask(element)]
+            indexes[ifc_class] = index
+        values = list(map(ifcopenshell.entity_instance.get_argument, elements, map(indexes.__getitem__, classes)))
+        passes = self.text_passes.setdefault(id(facet), {})  # text -> whether it passes
+        passed = [passes.get(value) if value.__class__ is str else None for value in values]
+        keyed = self.keyed_askers[id(facet)]
+        for position in [position for position, verdict in enumerate(passed) if verdict is None]:
+            key = _attribute_value_key(classes[position], values[position], True)
+            passed[position] = verdict = bool(keyed(elements[position], key))
+            if key.__class__ is str:
+                passes[key] = verdict
+        return [element for element, verdict in zip(elements, passed) if verdict]
 
     def _candidates_key(self, facet):
         if isinstance(facet, ifctester_facet.Entity):
@@ -184,16 +252,16 @@ class ModelIndex:
             known: dict = {}
             text_outcome = functools.partial(_text_outcome, facet) if isinstance(facet, ifctester_facet.Attribute) else None
 
-            def ask(element):
-                key = key_of(element)
+            def keyed(element, key):
                 if key is UNCACHED:
                     return facet(element)
                 outcome = known.get(key, UNCACHED)
                 if outcome is UNCACHED:
-                    outcome = known[key] = text_outcome(key[2]) if text_outcome is not None and len(key) == 3 else facet(element)
+                    outcome = known[key] = text_outcome(key) if text_outcome is not None and key.__class__ is str else facet(element)
                 return outcome
 
-            found = self.askers[id(facet)] = facet if key_of is None else ask
+            self.keyed_askers[id(facet)] = keyed
+            found = self.askers[id(facet)] = facet if key_of is None else lambda element: keyed(element, key_of(element))
             self.facets[id(facet)] = facet  # its id stays its own while the index lives
         return found
 
@@ -216,19 +284,21 @@ class ModelIndex:
         return None
 
     def _attribute_key(self, facet, element):
-        """(class, value key), or (class, value key, text) for non-empty text that ifctester cannot take for empty (see
-        _text_outcome); (class, category) for an attribute that is not a forward one."""
+        """(class, value key); the text itself for non-empty text that ifctester cannot take for empty, whatever the
+        class (see _text_outcome); (class, category) for an attribute that is not a forward one."""
         ifc_class = element.is_a()
-        where = self.attribute_indexes.get((ifc_class, facet.name))
+        category, index, takes_text = self._place_of(ifc_class, facet.name, element)
+        if category != 1:
+            return ifc_class, category
+        # element[index] without its bounds check: the index is the class's
+        return _attribute_value_key(ifc_class, element.get_argument(index), takes_text)
+
+    def _place_of(self, ifc_class: str, name: str, element) -> tuple:
+        """_attribute_place of the class (of which the element is one), once per class."""
+        where = self.attribute_indexes.get((ifc_class, name))
         if where is None:
-            where = self.attribute_indexes[(ifc_class, facet.name)] = _attribute_place(element, facet.name)
-        if where[0] != 1:
-            return ifc_class, where[0]
-        value = element.get_argument(where[1])  # element[index] without its bounds check: the index is the class's
-        if where[2] and value.__class__ is str and value:
-            return ifc_class, (str, value), value
-        value = _value_key(value)
-        return UNCACHED if value is UNCACHED else (ifc_class, value)
+            where = self.attribute_indexes[(ifc_class, name)] = _attribute_place(element, name)
+        return where
 
     def _is(self, element, ifc_class: str) -> bool:
         """element.is_a(ifc_class), decided once per class (ifcopenshell takes ~10 times as long as a dict)."""

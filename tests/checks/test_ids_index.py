@@ -264,6 +264,32 @@ def test_an_attribute_facet_answers_text_as_ifctester_does():
             assert (bool(mine), mine.reason) == (bool(theirs), theirs.reason), (facet.name, facet.value, facet.cardinality, element)
 
 
+def test_an_attribute_facet_passes_in_bulk_the_elements_it_passes_one_by_one():
+    """ModelIndex.passing reads an attribute of many elements in one sweep (ids_index._passing_attribute): the same
+    elements in the same order as the facet's own answers, for text, empty, null and LOGICAL values, a class without
+    the attribute and the named entities of a sample."""
+    ifc = _walls(3, ["REI60"])
+    walls = ifc.by_type("IfcWall")
+    walls[1].Name, walls[2].Name = "", None
+    curve = ifc.createIfcBSplineCurveWithKnots(1, [ifc.createIfcCartesianPoint((0.0, 0.0)), ifc.createIfcCartesianPoint((1.0, 0.0))], "UNSPECIFIED",
+                                               "UNKNOWN", False, [2, 2], [0.0, 1.0], "UNSPECIFIED")
+    models = [(ifc, [*walls, ifc.by_type("IfcProject")[0], walls[0], curve, walls[2]]), (ifc, [*walls, *walls]), (ifc, [curve, curve])]
+    duplex = ifcopenshell.open(str(sample("duplex.ifc")))
+    models.append((duplex, ModelIndex(duplex).filter(ifctester_facet.Attribute("Name"), None)))
+    for model, elements in models:
+        for name, value in (("Name", None), ("Name", "W0"), ("ClosedCurve", None), ("ClosedCurve", "UNKNOWN")):
+            for cardinality in ("required", "optional", "prohibited"):
+                for facet in (ifctester_facet.Attribute(name, value, cardinality),
+                              ifctester_facet.Attribute(name, ifctester_facet.Restriction({"pattern": "(W|Window )[0-9].*"}), cardinality)):
+                    facet = ids_engine._corrected(facet)
+                    expected = [element for element in elements if facet(element)]
+                    index = ModelIndex(model)
+                    assert index.passing(facet, elements) == expected, (name, value, cardinality)
+                    assert index.passing(facet, elements) == expected  # again, from the outcomes kept
+    assert any(index.passing(ids_engine._corrected(ifctester_facet.Attribute("Name", ifctester_facet.Restriction({"pattern": "Window .*"}))),
+                             elements) for model, elements in models[2:])
+
+
 def test_placements_are_located_as_ifcopenshell_places_them():
     """Locations computes a rotation once per pair of axes; each matrix is ifcopenshell's, to the bit."""
     for name in SAMPLES:
