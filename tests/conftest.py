@@ -1,4 +1,5 @@
 import dataclasses
+from pathlib import Path
 
 import pytest
 from rest_framework.test import APIClient
@@ -52,9 +53,20 @@ def empty_data_dir(settings):
             shutil.rmtree(child) if child.is_dir() else child.unlink()
 
 
+def pytest_configure(config):
+    """Under pytest-xdist the workers share one migrated database for the stacks' new data directories, in the run's
+    temporary folder (a worker's own is a folder in it)."""
+    if hasattr(config, "workerinput") and config.option.basetemp:
+        from tests.e2e import stack
+
+        stack.SHARED_TEMPLATE_HOME = Path(config.option.basetemp).parent
+
+
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     """No process started by the suite outlives it; one that had to be killed here fails the run. Under pytest-xdist
-    each worker sweeps its own processes; the controller, whose marker the workers themselves carry, does not."""
+    each worker sweeps its own processes; the controller, whose marker the workers themselves carry, does not. Last:
+    after pytest has torn down what is still set up (the session-scoped stacks of a run cut short by -x or Ctrl-C)."""
     if session.config.pluginmanager.hasplugin("dsession"):
         return
     survivors = kill_survivors()

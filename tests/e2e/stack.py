@@ -4,6 +4,7 @@ data directory, the way `make run` does, and talks HTTP to them."""
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
 import json
 import os
@@ -14,8 +15,9 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from contextlib import closing
 import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import requests
@@ -37,16 +39,34 @@ def _run_migrate(env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
 
 
-@functools.cache
-def _migrated_template() -> Path:
-    """A SQLite database with every migration applied, made by the real `manage.py migrate` in a directory of its own
-    (removed when the test process ends)."""
-    folder = Path(tempfile.mkdtemp(prefix="viewer-migrated-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+# A folder the test processes of one run share (set by tests/conftest.py under pytest-xdist: the run's temporary
+# folder, which pytest removes in time); None: each process keeps its template to itself.
+SHARED_TEMPLATE_HOME: Path | None = None
+
+
+def _migrate_sqlite(folder: Path) -> Path:
+    """A SQLite database with every migration applied, made by the real `manage.py migrate` in `folder`."""
     (folder / "server_config.json").write_text(json.dumps({"dataDir": str(folder)}))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_"))}
     _run_migrate({**env, "VIEWER_CONFIG": str(folder / "server_config.json"), "VIEWER_DATA_DIR": str(folder)})
     return folder / "viewer.sqlite3"
+
+
+@functools.cache
+def _migrated_template() -> Path:
+    """The migrated database new SQLite data directories start from: made once per run when the test processes share
+    a folder (the first to need it migrates while the others wait on the lock; a migrate from nothing takes 20 s to
+    2 min here), else once per test process in a directory of its own, removed when the process ends."""
+    if SHARED_TEMPLATE_HOME is None:
+        folder = Path(tempfile.mkdtemp(prefix="viewer-migrated-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        return _migrate_sqlite(folder)
+    template = SHARED_TEMPLATE_HOME / "migrated.sqlite3"
+    with open(SHARED_TEMPLATE_HOME / "migrated.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not template.exists():  # moved into place only once complete: a failed migrate leaves none behind
+            os.rename(_migrate_sqlite(Path(tempfile.mkdtemp(prefix="migrating-", dir=SHARED_TEMPLATE_HOME))), template)
+    return template
 
 
 def _copy_sqlite(source: Path, target: Path) -> None:
@@ -106,14 +126,28 @@ class Stack:
         _run_migrate(self.env)
 
     def start(self) -> "Stack":
-        self.migrate()
-        self.start_gateway()
-        self.start_workers()
-        self.start_edit_service()
+        """Starts every process at once and waits for the gateway and the edit service to answer (each imports Django
+        for seconds; one after the other they took twice as long). On a failure the processes started are stopped."""
+        try:
+            self.migrate()
+            gateway = self.spawn_gateway()
+            self.start_workers()
+            edit = self.spawn_edit_service()
+            self.wait_http(f"{gateway}/api/v1/models")
+            self.wait_http(f"{edit}/health")
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def start_gateway(self, name: str = "gateway", port: int | None = None) -> str:
-        """One more gateway process on the same data directory and database (another port)."""
+        """One more gateway process on the same data directory and database (another port), once it answers."""
+        url = self.spawn_gateway(name, port)
+        self.wait_http(f"{url}/api/v1/models")
+        return url
+
+    def spawn_gateway(self, name: str = "gateway", port: int | None = None) -> str:
+        """Starts a gateway process and returns its URL without waiting for it."""
         port = port or self.port
         env = {**self.env}
         if port != self.port:
@@ -123,22 +157,24 @@ class Stack:
             env["VIEWER_CONFIG"] = str(path)
         with open(self.data_dir / f"{name}.log", "ab") as log:
             self.processes[name] = spawn([sys.executable, "manage.py", "run_gateway"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        self.wait_http(f"{url}/api/v1/models")
-        return url
+        return f"http://127.0.0.1:{port}"
 
     @property
     def edit_url(self) -> str:
         return f"http://127.0.0.1:{self.edit_port}"
 
     def start_edit_service(self, name: str = "edit", port: int | None = None, extra_env: dict | None = None) -> str:
+        url = self.spawn_edit_service(name, port, extra_env)
+        self.wait_http(f"{url}/health")
+        return url
+
+    def spawn_edit_service(self, name: str = "edit", port: int | None = None, extra_env: dict | None = None) -> str:
+        """Starts an edit service process and returns its URL without waiting for it."""
         port = port or self.edit_port
         env = {**self.env, "EDIT_SERVICE_PORT": str(port), **(extra_env or {})}
         with open(self.data_dir / f"{name}.log", "ab") as log:
             self.processes[name] = spawn([sys.executable, "-m", "edit_service"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        self.wait_http(f"{url}/health")
-        return url
+        return f"http://127.0.0.1:{port}"
 
     @property
     def edit_headers(self) -> dict[str, str]:
@@ -153,15 +189,19 @@ class Stack:
     def kill(self, name: str, sig=signal.SIGKILL) -> None:
         stop(self.processes.pop(name), sig)
 
+    # An idle worker's poll of its queue: the workers wake at once when a task is enqueued on this host
+    # (core.jobs.wakeup), so the poll is only the fallback, and polling every 0.2 s cost each idle worker 2 % of a core.
+    IDLE_POLL_SECONDS = "5"
+
     def start_workers(self) -> None:
         for index in range(self.worker_count):
-            self._spawn(f"worker{index}", "manage.py", "conversion_worker", "--interval", "0.2", "--recovery-interval", "2")
+            self._spawn(f"worker{index}", "manage.py", "conversion_worker", "--interval", self.IDLE_POLL_SECONDS, "--recovery-interval", "2")
 
     def start_check_worker(self, name: str = "checks0") -> subprocess.Popen:
-        return self._spawn(name, "manage.py", "check_worker", "--interval", "0.2", "--recovery-interval", "1")
+        return self._spawn(name, "manage.py", "check_worker", "--interval", self.IDLE_POLL_SECONDS, "--recovery-interval", "1")
 
     def start_clash_worker(self, name: str = "clashes0") -> subprocess.Popen:
-        return self._spawn(name, "manage.py", "clash_worker", "--interval", "0.2", "--recovery-interval", "1")
+        return self._spawn(name, "manage.py", "clash_worker", "--interval", self.IDLE_POLL_SECONDS, "--recovery-interval", "1")
 
     def kill_workers(self, sig=signal.SIGKILL) -> None:
         for name in [name for name in self.processes if name.startswith("worker")]:
@@ -201,3 +241,13 @@ class Stack:
         for process in self.processes.values():
             stop(process)
         self.processes.clear()
+
+
+@contextmanager
+def running_stack(data_dir: Path, **options) -> Iterator[Stack]:
+    """A started Stack (options as for Stack), stopped when the block ends, however it ends."""
+    stack = Stack(data_dir, **options).start()
+    try:
+        yield stack
+    finally:
+        stack.stop()

@@ -13,6 +13,12 @@ from tests.issues.conftest import png_bytes
 pytestmark = pytest.mark.e2e
 
 
+@pytest.fixture(scope="module")
+def stack(module_stack):
+    """One stack for the module: each test uploads its own models."""
+    return module_stack
+
+
 def upload(stack, path) -> str:
     with open(path, "rb") as handle:
         model_id = stack.api("POST", "/api/v1/models", files={"file": (path.name, handle)}).json()["data"]["id"]

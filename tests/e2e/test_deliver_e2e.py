@@ -9,6 +9,12 @@ from tests.helpers import ok
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture(scope="module")
+def stack(module_stack):
+    """One stack for the module: each test makes its own project."""
+    return module_stack
+
 TWO_STOREYS = {
     **PLAN,
     "storeys": [{"id": "S0", "name": "Ground floor", "elevation": 0.0, "height": 3.0}, {"id": "S1", "name": "First floor", "elevation": 3.0, "height": 3.0}],

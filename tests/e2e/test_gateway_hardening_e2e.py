@@ -16,6 +16,12 @@ from tests.helpers import MINIMAL_IFC, ok, poll
 pytestmark = pytest.mark.e2e
 
 
+@pytest.fixture(scope="module")
+def stack(module_stack):
+    """One stack for the module: each test uploads its own model or sends requests only."""
+    return module_stack
+
+
 def raw_request(stack, head: str, body: bytes = b"", timeout: float = 60) -> tuple[int, dict]:
     """Sends a request head (and optionally part of a body) and reads the answer without sending the rest."""
     with socket.create_connection(("127.0.0.1", stack.port), timeout=timeout) as sock:

@@ -6,10 +6,17 @@ import time
 import pytest
 
 from edit_service.sandbox.script_lib import guid_for
+from tests.e2e.stack import running_stack
 from tests.edit_service.conftest import example
 from tests.helpers import MINIMAL_IFC, ok, xkt_entity_ids
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack(module_stack):
+    """One stack for the module: each test makes its own model (the one that kills the edit service has its own stack)."""
+    return module_stack
 
 HOUSE_KEYS_WITH_GEOMETRY = ["slab-ground", "wall-south", "wall-north", "wall-west", "wall-east", "slab-roof", "door-entrance", "window-south-1", "window-south-2"]
 
@@ -131,11 +138,12 @@ def test_parallel_runs_and_saves_are_serialised(stack):
     wait_converted(stack, model_id)
 
 
-def test_edit_service_down_gives_50200_and_changes_nothing(stack):
-    model_id = new_model(stack)
-    stack.kill("edit")
-    started = time.monotonic()
-    response = stack.api("POST", f"/api/v1/models/{model_id}/script/run")
-    assert response.status_code == 502 and response.json()["code"] == 50200
-    assert time.monotonic() - started < 5
-    assert stack.api("GET", f"/api/v1/models/{model_id}").json()["data"]["status"] == "ready"
+def test_edit_service_down_gives_50200_and_changes_nothing(tmp_path):
+    with running_stack(tmp_path) as stack:  # its own: the module's stack keeps its edit service
+        model_id = new_model(stack)
+        stack.kill("edit")
+        started = time.monotonic()
+        response = stack.api("POST", f"/api/v1/models/{model_id}/script/run")
+        assert response.status_code == 502 and response.json()["code"] == 50200
+        assert time.monotonic() - started < 5
+        assert stack.api("GET", f"/api/v1/models/{model_id}").json()["data"]["status"] == "ready"
