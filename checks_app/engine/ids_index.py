@@ -30,6 +30,8 @@ ifctester's order) with the outcomes taken from the index; the candidate lists p
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -87,16 +89,34 @@ def _attribute_value_key(ifc_class: str, value, takes_text: bool):
     return UNCACHED if value is UNCACHED else (ifc_class, value)
 
 
+def _text_matches(facet, text: str) -> bool:
+    """Whether non-empty text meets an attribute facet's value (none: any text), as ifctester compares them."""
+    return not facet.value or not text != facet.value
+
+
 def _text_outcome(facet, text: str):
     """What ifctester's Attribute facet answers for a forward attribute holding non-empty text (not a LOGICAL):
     a value to compare is compared with the text (a simple value or a restriction, as ifctester compares it), and a
     prohibited facet turns the verdict around. Worked out here because the facet's own call reads the attribute and
     its declaration again for each distinct text (tens of thousands of names and GlobalIds); the tests compare it
     with the facet's answer."""
-    passed = not facet.value or not text != facet.value
+    passed = _text_matches(facet, text)
     if facet.cardinality == "prohibited":
         return ifctester_facet.AttributeResult(not passed, {"type": "PROHIBITED"})
     return ifctester_facet.AttributeResult(passed, None if passed else {"type": "VALUE", "actual": text})
+
+
+SCHEMAS = ("IFC2X3", "IFC4", "IFC4X3_ADD2")
+# attributes an attribute-only applicability commonly names: their classes are found before a check (warm_up)
+COMMON_ATTRIBUTES = ("Name", "Description", "GlobalId", "ObjectType", "Tag", "LongName", "PredefinedType")
+
+
+def warm_up() -> None:
+    """What the index keeps per process and can know before a model: the classes of the common attributes (the check
+    zygote calls this before it forks checks)."""
+    for schema in SCHEMAS:
+        for attribute in COMMON_ATTRIBUTES:
+            _classes_declaring(schema, attribute)
 
 
 @functools.cache
@@ -224,13 +244,19 @@ class ModelIndex:
             indexes[ifc_class] = index
         values = list(map(ifcopenshell.entity_instance.get_argument, elements, map(indexes.__getitem__, classes)))
         passes = self.text_passes.setdefault(id(facet), {})  # text -> whether it passes
+        prohibited = facet.cardinality == "prohibited"
+        for text in {value for value in values if value.__class__ is str}.difference(passes, ("",)):
+            passes[text] = _text_matches(facet, text) is not prohibited
         passed = [passes.get(value) if value.__class__ is str else None for value in values]
-        keyed = self.keyed_askers[id(facet)]
-        for position in [position for position, verdict in enumerate(passed) if verdict is None]:
+        keyed, verdicts = self.keyed_askers[id(facet)], {}  # verdicts: key -> whether it passes (this sweep)
+        for position in [position for position, verdict in enumerate(passed) if verdict is None]:  # "", null, ...
             key = _attribute_value_key(classes[position], values[position], True)
-            passed[position] = verdict = bool(keyed(elements[position], key))
-            if key.__class__ is str:
-                passes[key] = verdict
+            verdict = verdicts.get(key) if key is not UNCACHED else None
+            if verdict is None:
+                verdict = bool(keyed(elements[position], key))
+                if key is not UNCACHED:
+                    verdicts[key] = verdict
+            passed[position] = verdict
         return [element for element, verdict in zip(elements, passed) if verdict]
 
     def _candidates_key(self, facet):
@@ -324,9 +350,14 @@ class ModelIndex:
         related = self.relations.get(relation)
         if related is None:
             related = self.relations[relation] = {}
-            for relationship in sorted(self.ifc.by_type(relation), key=ifcopenshell.entity_instance.id):
-                for element_related in relationship[4] or ():  # RelatedObjects / RelatedElements
-                    related.setdefault(element_related.id(), []).append(relationship)
+            relationships = self.ifc.by_type(relation)
+            ids = list(map(ifcopenshell.entity_instance.id, relationships))
+            if any(map(operator.gt, ids, ids[1:])):  # subtypes follow their supertype's relationships
+                relationships = [relationship for _, relationship in sorted(zip(ids, relationships), key=operator.itemgetter(0))]
+            # RelatedObjects / RelatedElements of each
+            for relationship, elements in zip(relationships, map(ifcopenshell.entity_instance.get_argument, relationships, itertools.repeat(4))):
+                for element_id in map(ifcopenshell.entity_instance.id, elements or ()):
+                    related.setdefault(element_id, []).append(relationship)
         return related.get(element.id(), [])
 
     def _references(self, element):

@@ -53,8 +53,8 @@ def _check(job: dict, fds: dict[str, int]) -> int:
 
 
 def warm_up() -> None:
-    """Everything a check imports, ifctester's IDS schema (XMLSchema of ids.xsd: ~1 s to build) and what ifcopenshell
-    loads on first use, once."""
+    """Everything a check imports, ifctester's IDS schema (XMLSchema of ids.xsd: ~1 s to build), what the IDS index
+    keeps per process (the classes of common attributes: ~3 ms each) and what ifcopenshell loads on first use, once."""
     import ifcopenshell
     import ifcopenshell.api.classification  # noqa: F401
     import ifcopenshell.api.pset  # noqa: F401
@@ -63,6 +63,7 @@ def warm_up() -> None:
     from checks_app.engine import child, ids_engine, ids_index, overrides, xsd_patterns  # noqa: F401
 
     ifctester_ids.get_schema()
+    ids_index.warm_up()
     # ifcopenshell imports a schema's rules module (30-70 ms) on the first read of an attribute an entity does not
     # have (getattr(x, "Name", None) on an IFC2X3 material layer, in ifctester and ifcopenshell.util): most checks do
     for schema in ("IFC2X3", "IFC4", "IFC4X3_ADD2"):
