@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.stack import ROOT, Stack
+from tests.e2e.stack import ROOT, running_stack
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
@@ -35,11 +35,28 @@ def browser():
         launched.close()
 
 
+@pytest.fixture(scope="package")
+def shared_web_stack(tmp_path_factory):
+    """One stack (gateway, two conversion workers, edit service) for the browser modules a test process runs, started
+    by the first that asks for it (each start took 10-40 s here). Package-scoped like `browser`: a pytest-xdist worker
+    is given the browser modules one after another (they stand together in the collection), and the stack stops
+    before the worker goes on. Each module converts its own models and makes its own projects on it; a module that
+    changes the stack as a whole (turns accounts on, expects no model yet) overrides `web_stack` with
+    `own_web_stack`."""
+    with running_stack(tmp_path_factory.mktemp("web"), workers=2) as stack:
+        yield stack
+
+
 @pytest.fixture(scope="module")
-def web_stack(tmp_path_factory):
-    running = Stack(tmp_path_factory.mktemp("web"), workers=2).start()
-    yield running
-    running.stop()
+def web_stack(shared_web_stack):
+    return shared_web_stack
+
+
+@pytest.fixture(scope="module")
+def own_web_stack(tmp_path_factory):
+    """A stack like the shared one for this module alone."""
+    with running_stack(tmp_path_factory.mktemp("own-web"), workers=2) as stack:
+        yield stack
 
 
 class Page:

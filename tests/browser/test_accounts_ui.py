@@ -44,6 +44,13 @@ ShareLink.objects.create(project_id={project_id!r}, secret_sha256=sha256({share!
 
 
 @pytest.fixture(scope="module")
+def web_stack(own_web_stack):
+    """A stack of its own: the people made here turn accounts on, which would refuse the other modules' anonymous
+    calls on the shared stack."""
+    return own_web_stack
+
+
+@pytest.fixture(scope="module")
 def people(web_stack):
     """A project with a script-built model made in the open mode, then the first accounts (which switch accounts on):
     an admin, a reviewer, a viewer and an editor member of the project, a user of no project; a share link of the

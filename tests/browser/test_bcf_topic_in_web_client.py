@@ -43,6 +43,12 @@ def unit(vector) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
+def web_stack(own_web_stack):
+    """A stack of its own: the user made here turns accounts on, and her token goes into the stack's session."""
+    return own_web_stack
+
+
+@pytest.fixture(scope="module")
 def bcf_project(web_stack):
     """The stack with one user (accounts on), her project with duplex.ifc, and her personal token's session."""
     _manage(web_stack, "user", "create", USERNAME, "--role", "user", "--display-name", "Rita Reviewer", "--password", "-", stdin=PASSWORD + "\n")

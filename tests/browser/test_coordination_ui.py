@@ -8,6 +8,7 @@ runs it, lists the clash, flies to it with the pair alone in two colours, and se
 
 import json
 import re
+import signal
 
 import numpy as np
 import pytest
@@ -176,13 +177,15 @@ def test_two_models_placed_by_map_conversion_meet_at_the_same_pixels(page, web_s
 
 @pytest.fixture(scope="module")
 def clash_worker(web_stack):
-    """The worker of clash runs, beside the stack's conversion workers."""
+    """The worker of clash runs, beside the stack's conversion workers, for this module (the stack is shared)."""
     for name in ("clash-test", "clash-runs", "clash-list", "clash-detail"):
         if missing := route_missing(name):
             pytest.skip(missing)
     if not hasattr(web_stack, "start_clash_worker"):
         pytest.skip("the test stack starts no clash worker yet")
     web_stack.start_clash_worker()
+    yield
+    web_stack.kill("clashes0", signal.SIGTERM)
 
 
 def test_the_coordination_tab_runs_a_clash_test_and_shows_a_clash(page, web_stack, boxes, clash_worker):

@@ -28,6 +28,12 @@ def painted_fraction(page, png: bytes) -> float:
     return page.evaluate(PAINTED_FRACTION_JS, "data:image/png;base64," + base64.b64encode(png).decode())
 
 
+@pytest.fixture(scope="module")
+def web_stack(own_web_stack):
+    """A stack of its own: the review starts from an empty model list and finds its upload by the file's name."""
+    return own_web_stack
+
+
 def model_item(page, name):
     return page.locator("[data-testid=model-item]", has_text=name)
 
