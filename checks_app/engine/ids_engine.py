@@ -36,7 +36,7 @@ from ifctester import facet as ifctester_facet
 from ifctester import ids as ifctester_ids
 
 from checks_app.engine.ids_index import Evaluation, ModelIndex
-from checks_app.engine.xsd_patterns import compile_xsd_pattern, xsd_pattern_matches
+from checks_app.engine.xsd_patterns import compile_xsd_pattern, compiled_pattern_matches
 
 EPSILON = Decimal("0.000001")
 BOUNDS = ("minInclusive", "minExclusive", "maxInclusive", "maxExclusive")
@@ -125,9 +125,12 @@ class Restriction(ifctester_facet.Restriction):
             compile_xsd_pattern(pattern)
 
     def __eq__(self, other):
-        patterns = _as_list(self.options.get("pattern", []))
-        if patterns and not (isinstance(other, str) and all(xsd_pattern_matches(pattern, other) for pattern in patterns)):
-            return False
+        patterns, patterns_only = self._patterns()
+        if patterns:
+            if not (isinstance(other, str) and all(compiled_pattern_matches(pattern, other) for pattern in patterns)):
+                return False
+            if patterns_only:  # nothing else to compare (ifctester's restriction of no constraint passes any text)
+                return True
         if isinstance(other, float):
             for name in BOUNDS:
                 if name in self.options and not all(within_bound(other, name, bound) for bound in _as_list(self.options[name])):
@@ -136,6 +139,15 @@ class Restriction(ifctester_facet.Restriction):
                 return False
             return self._rest(real=True) == other
         return self._rest(real=False) == other
+
+    def _patterns(self) -> tuple[list, bool]:
+        """The compiled patterns, and whether they are the only constraint (made once per restriction: a restriction
+        of names is asked about every named entity of a model)."""
+        found = self.__dict__.get("_compiled")
+        if found is None:
+            patterns = [compile_xsd_pattern(pattern) for pattern in _as_list(self.options.get("pattern", []))]
+            found = self.__dict__["_compiled"] = (patterns, set(self.options) == {"pattern"})
+        return found
 
     def _rest(self, real: bool) -> ifctester_facet.Restriction:
         """ifctester's restriction of the constraints not decided here (made once per restriction)."""

@@ -82,7 +82,12 @@ def compile_xsd_pattern(pattern: str):
 
 def xsd_pattern_matches(pattern: str, value: str) -> bool:
     """Whether the whole value matches the XSD pattern."""
+    return compiled_pattern_matches(compile_xsd_pattern(pattern), value)
+
+
+def compiled_pattern_matches(compiled, value: str) -> bool:
+    """Whether the whole value matches a pattern compiled by compile_xsd_pattern."""
     try:
-        return compile_xsd_pattern(pattern).fullmatch(value) is not None
+        return compiled.fullmatch(value) is not None
     except UnicodeEncodeError:  # a lone surrogate in the value: not XML text, matches no pattern
         return False
