@@ -17,7 +17,8 @@ patterns. Yet what a facet decides about an element depends on a few things abou
 - a material facet: the element's material (ifcopenshell's get_material, usages skipped);
 - a part-of facet: the first relation it follows (the container, the aggregate, the nest, the group, the voided
   element, or the spatial parent), from which ifctester's walk up the tree depends on that relation alone;
-- an attribute facet naming one attribute: the element's class and the attribute's value (by type and repr);
+- an attribute facet naming one attribute: the element's class and the attribute's value (by type and repr), or
+  non-empty text alone, whatever the class (asked of many elements, it reads them in bulk: passing);
 - an entity facet without a predefined type (not IFC2X3): the element's class.
 
 The index keeps each element's keys (computed once, shared by every facet that needs them) and each facet's
@@ -193,7 +194,7 @@ class ModelIndex:
         for facet in specification.applicability:  # each element asked each facet in turn until one fails, as ifctester does
             if not isinstance(facet, ifctester_facet.Entity):
                 elements = self.passing(facet, elements)
-        result.applicable = elements
+        result.applicable = list(elements)  # never the candidates kept for the model
         requirements = list(enumerate(map(self.asker, specification.requirements))) if specification.maxOccurs != 0 else []
         failed_elements, failures = result.failed_elements, result.failures
         for element in elements:
