@@ -116,8 +116,8 @@ class Stack:
         return process
 
     def migrate(self) -> None:
-        """A new SQLite data directory gets a copy of a database migrated once per test process (`manage.py migrate`
-        from nothing takes 8-18 s here, and the suite starts dozens of stacks); an existing database, or PostgreSQL,
+        """A new SQLite data directory gets a copy of a database migrated once per run (`manage.py migrate` from
+        nothing takes 20 s to 2 min here, and the suite starts dozens of stacks); an existing database, or PostgreSQL,
         is migrated by `manage.py migrate` as `make run` does."""
         database = self.data_dir / "viewer.sqlite3"
         if "VIEWER_PG_DSN" not in self.env and not database.exists():
