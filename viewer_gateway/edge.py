@@ -109,13 +109,18 @@ def _is_trusted_proxy(host: str) -> bool:
     return any(address in network for network in networks)
 
 
+# longer paths are resolved each time: a client without a token could otherwise fill the cache with long paths
+CACHED_PATH_MAX = 256
+
+
 def _route(path_info: str):
-    return _resolved(get_resolver(get_urlconf()), path_info)
+    resolver = get_resolver(get_urlconf())
+    return _resolved(resolver, path_info) if len(path_info) <= CACHED_PATH_MAX else _resolved.__wrapped__(resolver, path_info)
 
 
 # A request's path is resolved by the server's body limit, the token check and the event-stream test before Django
-# resolves it again (~0.5 ms each). Keyed by the resolver itself: a changed URLconf (settings changed, tests) brings
-# a new resolver from get_resolver, so an answer of the old one is never given for it.
+# resolves it again. Keyed by the resolver itself: a changed URLconf (settings changed, tests) brings a new resolver
+# from get_resolver, so an answer of the old one is never given for it.
 @functools.lru_cache(maxsize=4096)
 def _resolved(resolver, path_info: str):
     try:

@@ -156,7 +156,7 @@ def _settle_exit(zygote: CheckZygote, cgroup, child: _Exiting) -> None:
     try:
         try:
             zygote.expect("exited", child.deadline)
-        except (_ChildTimeout, ZygoteGone):
+        except Exception:  # the time limit, a zygote gone, or anything unforeseen: no child may outlive its check
             _kill(child.host_pid, cgroup)
             zygote.stop()
         child.output.drain()

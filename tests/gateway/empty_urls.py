@@ -1,0 +1,3 @@
+"""A URLconf without routes (tests/gateway/test_route_cache.py)."""
+
+urlpatterns: list = []
