@@ -27,40 +27,54 @@ def wakeup_dir(queue: str) -> Path:
 def wake(queue: str) -> None:
     """Sends a wake-up to every worker listening on the queue. A socket whose worker died without removing it
     (SIGKILL) refuses the byte and is removed; one whose worker has wake-ups pending already is full and skipped."""
+    folder = wakeup_dir(queue)
     try:
-        sockets = [entry.path for entry in os.scandir(wakeup_dir(queue))]
+        names = [entry.name for entry in os.scandir(folder)]
+        folder_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)
     except OSError:
         return  # no worker ever listened here
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
-        for path in sockets:
-            try:
-                sender.sendto(b"\0", socket.MSG_DONTWAIT, path)
-            except (ConnectionRefusedError, FileNotFoundError):
-                Path(path).unlink(missing_ok=True)
-            except OSError:
-                pass  # full, or anything else: that worker finds the task at its next poll
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+            for name in names:
+                try:
+                    sender.sendto(b"\0", socket.MSG_DONTWAIT, _socket_address(folder, folder_fd, name))
+                except (ConnectionRefusedError, FileNotFoundError):
+                    (folder / name).unlink(missing_ok=True)
+                except OSError:
+                    pass  # full, or anything else: that worker finds the task at its next poll
+    finally:
+        os.close(folder_fd)
+
+
+def _socket_address(folder: Path, folder_fd: int, name: str) -> str:
+    """The socket's path, or when that is too long for a socket address (a deep data directory), the same file
+    reached through the folder's open descriptor (/proc/self/fd/N/name), which the kernel resolves."""
+    path = str(folder / name)
+    return path if len(os.fsencode(path)) <= _MAX_SOCKET_PATH else f"/proc/self/fd/{folder_fd}/{name}"
 
 
 class WakeUp:
     """A worker's end: wait(timeout) returns at the first wake-up or after timeout. Without a socket (the folder
-    cannot be made, its path is too long for a socket) it just sleeps, and the worker polls as before."""
+    cannot be made) it just sleeps, and the worker polls as before."""
 
     def __init__(self, queue: str):
         self.path: Path | None = None
         self._socket: socket.socket | None = None
         folder = wakeup_dir(queue)
-        path = folder / secrets.token_hex(4)
-        if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
-            logger.warning("no wake-ups for queue %s: %s is too long for a socket; polling only", queue, path)
-            return
+        name = secrets.token_hex(4)
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            listener.bind(str(path))
+            folder_fd = os.open(folder, os.O_PATH | os.O_DIRECTORY)
+            try:
+                listener.bind(_socket_address(folder, folder_fd, name))
+            finally:
+                os.close(folder_fd)
         except OSError as exc:
             listener.close()
             logger.warning("no wake-ups for queue %s (%s); polling only", queue, exc)
             return
+        path = folder / name
         listener.setblocking(False)
         self.path, self._socket = path, listener
 

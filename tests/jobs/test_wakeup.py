@@ -56,8 +56,23 @@ def test_the_socket_of_a_dead_worker_is_removed_and_the_others_still_woken(data_
         alive.close()
 
 
-def test_a_long_socket_path_means_polling_only(settings, tmp_path):
+def test_a_data_directory_too_deep_for_a_socket_address_still_wakes_its_workers(settings, tmp_path):
     settings.DATA_DIR = tmp_path / ("x" * 120)
+    alive, dead = WakeUp(CHECK_QUEUE), WakeUp(CHECK_QUEUE)
+    try:
+        assert len(str(alive.path)) > 108 and alive.path.exists()  # longer than sun_path: bound through the folder
+        dead._socket.close()
+        wake(CHECK_QUEUE)
+        assert alive.wait(0)
+        assert not dead.path.exists()
+    finally:
+        alive.close()
+    assert not alive.path.exists()
+
+
+def test_a_folder_that_cannot_be_made_means_polling_only(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    (tmp_path / "run").write_text("")  # a file where the folder of the sockets would go
     listener = WakeUp(CHECK_QUEUE)
     assert listener.path is None
     wake(CHECK_QUEUE)
