@@ -48,6 +48,7 @@ INPUT_MOUNT = "/sandbox/in"
 CODE_MOUNT = "/sandbox/lib"
 STDERR_TAIL_BYTES = 2048
 PROBE_CPU_SECONDS = 20
+PROBE_WALL_SECONDS = 60
 OUTPUT_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MEGABYTE = bwrap.MEGABYTE
 ALLOW_NO_CGROUP = "EDIT_SANDBOX_ALLOW_NO_CGROUP"
@@ -352,8 +353,11 @@ class Sandbox:
         probe_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"sandbox-probe-{uuid.uuid4().hex[:8]}"
         probe_dir.mkdir()
         try:
-            # the probe imports every library a run may use: a CPU limit set very low for runs must not fail it
-            probing = self if self.limits.cpu_seconds >= PROBE_CPU_SECONDS else Sandbox(replace(self.limits, cpu_seconds=PROBE_CPU_SECONDS))
+            # the probe imports every library a run may use: CPU or wall limits set very low for runs (or a busy
+            # host) must not fail it
+            probe_limits = replace(self.limits, cpu_seconds=max(self.limits.cpu_seconds, PROBE_CPU_SECONDS),
+                                   wall_seconds=max(self.limits.wall_seconds, PROBE_WALL_SECONDS))
+            probing = self if probe_limits == self.limits else Sandbox(probe_limits)
             outcome = probing._execute(probe_dir, [f"{CODE_MOUNT}/probe.py"], {}, ("probe",))
             if outcome.returncode != 0 or outcome.outputs.get("probe") is None or outcome.outputs["probe"].read_text() != "ok":
                 return outcome.stderr_tail[-500:].strip() or outcome.output_error or f"exit code {outcome.returncode}"
