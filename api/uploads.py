@@ -1,6 +1,6 @@
 """Request bodies: per-route size limits, enforced while multipart file parts stream to disk.
 
-The server (serving/daphne.py) already refuses a body over the route's limit before buffering it; this is the
+The server (serving/http_server.py) already refuses a body over the route's limit before buffering it; this is the
 second line, for bodies without a Content-Length and for the limit of each file part.
 """
 

@@ -1,4 +1,4 @@
-"""Chat event stream benchmark against the real gateway (Daphne), turns streamed by the local OpenAI-compatible
+"""Chat event stream benchmark against the real gateway, turns streamed by the local OpenAI-compatible
 provider (tests/fake_openai.py: each turn one reply of --pieces text pieces, sent without pauses).
 
     .venv/bin/python bench/chat_stream.py [--clients 50] [--turns 5] [--pieces 200] [--redis]

@@ -1,4 +1,4 @@
-"""Review API benchmark against the real server (Daphne gateway + workers, started as `make run` does).
+"""Review API benchmark against the real server (gateway + workers, started as `make run` does).
 
     .venv/bin/python bench/review_api.py [--seconds 10] [--clients 32] [--issues 1000]
     .venv/bin/python bench/review_api.py --smoke     # 2 clients, 1 s per route, 10 issues: seconds

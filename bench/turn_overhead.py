@@ -1,4 +1,4 @@
-"""What a chat turn costs on top of the language model, on the real gateway (Daphne) with the real openai client
+"""What a chat turn costs on top of the language model, on the real gateway with the real openai client
 against the local fake provider (tests/fake_openai.py), whose every reply waits --latency-ms before its first chunk.
 
     .venv/bin/python bench/turn_overhead.py [--turns 10] [--steps 3] [--latency-ms 150]

@@ -48,7 +48,7 @@ _performer: Callable[["Work"], Awaitable[None]] | None = None
 
 
 def bind_server_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """The gateway's event loop (Daphne's), where turns run; set by the ASGI application on its first request."""
+    """The gateway's event loop (uvicorn's), where turns run; set by the ASGI application on its first request."""
     global _server_loop
     if _server_loop is not loop:
         loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="chat"))

@@ -20,4 +20,6 @@ DEFAULT_BODY_BYTES = 10 * MEGABYTE
 
 
 def size_limit_message(limit_bytes: int, what: str = "file") -> str:
+    if limit_bytes < MEGABYTE:
+        return f"{what} exceeds the limit of {limit_bytes / 1024:g} KB"
     return f"{what} exceeds the limit of {limit_bytes / MEGABYTE:g} MB"

@@ -1,4 +1,4 @@
-"""python -m edit_service: serves the edit service with Daphne on EDIT_SERVICE_HOST:EDIT_SERVICE_PORT, judging each
+"""python -m edit_service: serves the edit service (serving/http_server.py) on EDIT_SERVICE_HOST:EDIT_SERVICE_PORT, judging each
 request by its line and headers (edit_service/door.py) and refusing bodies over their route's limit before they
 are buffered."""
 
@@ -13,7 +13,7 @@ MULTIPART_OVERHEAD_BYTES = 64 * 1024
 
 
 def main() -> None:
-    from serving.daphne import RequestHead, raw_response, serve
+    from serving.http_server import RequestHead, raw_response, serve
     from serving.lifetime import die_with_parent_if_asked
 
     die_with_parent_if_asked()
@@ -38,8 +38,8 @@ def main() -> None:
     def body_limit(method: str, path: str) -> int:
         return settings.UPLOAD_MAX_BYTES + MULTIPART_OVERHEAD_BYTES if door.UPLOAD_ROUTE.match(path) else settings.JSON_BODY_MAX_BYTES
 
-    def refusal(limit: int, headers: dict) -> bytes:
-        return detail_response(413, f"the request body exceeds the limit of {limit / (1024 * 1024):g} MB")
+    def refusal(limit: int, headers: dict, what: str = "request body") -> bytes:
+        return detail_response(413, f"the {what} exceeds the limit of {limit / (1024 * 1024):g} MB")
 
     from edit_service.engine.sandbox import Sandbox
     from sandboxing.cgroups import remove_stale
@@ -48,7 +48,7 @@ def main() -> None:
     print(f"edit service on http://{settings.HOST}:{settings.PORT} (data: {settings.DATA_DIR}); every call but /health "
           f"and the docs needs the {HEADER} header ({secret_path(settings.DATA_DIR)})", flush=True)
     print(Sandbox(settings.SANDBOX_LIMITS).isolation_summary(), flush=True)
-    serve(["-b", settings.HOST, "-p", str(settings.PORT), "edit_service.asgi:application"],
+    serve("edit_service.asgi:application", host=settings.HOST, port=settings.PORT,
           body_limit=body_limit, refusal=refusal, header_check=header_check)
 
 

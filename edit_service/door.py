@@ -2,7 +2,7 @@
 
 The edit service has no users (spec): it is called by the gateway and by trusted direct callers on the host. This
 module turns "trusted" into checks, in one place, applied twice alike: by the server before the body is read
-(the header check that edit_service/__main__.py gives serving/daphne.py) and by `DoorMiddleware` for requests that
+(the header check that edit_service/__main__.py gives serving/http_server.py) and by `DoorMiddleware` for requests that
 reach Django otherwise.
 
 - Every route except the read-only `GET /health`, `/docs`, `/openapi.json` and the docs' static files needs the

@@ -1,4 +1,4 @@
-"""The gateway's ASGI application: Django for HTTP, and a refusal for every WebSocket (the gateway serves none).
+"""The gateway's ASGI application: Django for HTTP (the server, serving/http_server.py, refuses every WebSocket upgrade).
 
 Django's handler runs each request inside its own ThreadSensitiveContext, which owns a thread for the request's
 synchronous parts (the middleware chain, signal receivers) until the response is fully sent. Left to itself it
@@ -124,16 +124,6 @@ class OneStepHandler(ASGIHandler):
 one_step_handler = OneStepHandler()
 
 
-async def refuse_websocket(scope, receive, send):
-    """Denies the handshake (Daphne answers 403) and ends without an error, whatever the path."""
-    while True:
-        message = await receive()
-        if message["type"] == "websocket.connect":
-            await send({"type": "websocket.close"})
-        elif message["type"] == "websocket.disconnect":
-            return
-
-
 def _is_event_stream(scope) -> bool:
     path_info = scope["path"].removeprefix(scope.get("root_path", ""))
     return scope["method"] == "GET" and route_name(path_info) in EVENT_STREAM_ROUTES
@@ -142,8 +132,6 @@ def _is_event_stream(scope) -> bool:
 async def application(scope, receive, send):
     bind_server_loop(asyncio.get_running_loop())  # chat turns run on the server's loop
     scope = trusted_scope(scope)
-    if scope["type"] == "websocket":
-        return await refuse_websocket(scope, receive, send)
     if scope["type"] == "http" and _is_event_stream(scope):
         return await django_asgi_app.handle(scope, receive, send)  # without a ThreadSensitiveContext, see above
     return await request_threads.run(one_step_handler.handle, scope, receive, send)

@@ -4,7 +4,7 @@ Two places call these functions and must decide alike: the server, before a sing
 (viewer_gateway/server.py), and the Django middleware (viewer_gateway/auth.py), which repeats the check for
 requests that reach Django by other ways (tests, another ASGI server). Both decide on the path exactly as it
 arrived on the wire, which is what Django routes on (`request.path_info`): a client-supplied root path
-(`Daphne-Root-Path`) or forwarded prefix never changes routing, and a forwarded prefix, client address or scheme is
+(Daphne's `Daphne-Root-Path`, say) or forwarded prefix never changes routing, and a forwarded prefix, client address or scheme is
 honoured only from a proxy the operator names in `trustedProxies` (see `ForwardedView`).
 
 Failed token attempts are counted per client address in Django's cache (Redis when configured, so every gateway
@@ -275,7 +275,7 @@ def edge_refusal(method: str, path_info: str, scheme: str, host: str, headers: d
 
 
 def trusted_scope(scope: dict) -> dict:
-    """The ASGI scope as the gateway may believe it. The server's root_path (Daphne takes it from a client header)
+    """The ASGI scope as the gateway may believe it. The server's root_path (some servers take it from a client header, as Daphne did from Daphne-Root-Path)
     is replaced: routing stays on the path as received, and only a trusted proxy's X-Forwarded-Prefix becomes the
     script prefix that URLs are built with; client address and scheme likewise come from a trusted proxy only."""
     if scope["type"] not in ("http", "websocket"):

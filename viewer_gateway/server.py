@@ -1,4 +1,4 @@
-"""Serves the gateway with Daphne, refusing request bodies over each route's limit before they are buffered."""
+"""Serves the gateway (serving/http_server.py), refusing request bodies over each route's limit before they are read."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from core.limits import (
     SCRIPT_BODY_BYTES,
     size_limit_message,
 )
-from serving.daphne import RequestHead, raw_response, serve
+from serving.http_server import RequestHead, raw_response, serve
 from viewer_gateway.edge import ForwardedView, edge_refusal, route_name
 
 # (method, URL name) -> the largest body accepted; decided on the route Django will resolve, like the edge checks
@@ -54,8 +54,8 @@ def _envelope_response(code: int, message: str, request_headers: dict[str, str],
     return raw_response(f"{status} {_REASONS[status]}", headers, json.dumps(envelope(None, code, message)).encode())
 
 
-def refusal(limit: int, request_headers: dict[str, str]) -> bytes:
-    return _envelope_response(TOO_LARGE, size_limit_message(limit, "request body"), request_headers)
+def refusal(limit: int, request_headers: dict[str, str], what: str = "request body") -> bytes:
+    return _envelope_response(TOO_LARGE, size_limit_message(limit, what), request_headers)
 
 
 def header_check(head: RequestHead) -> bytes | None:
@@ -66,10 +66,10 @@ def header_check(head: RequestHead) -> bytes | None:
 
 
 def run(host: str, port: int) -> None:
-    # No --proxy-headers: Daphne would take X-Forwarded-For from anyone; viewer_gateway.edge honours forwarded
-    # headers from the proxies named in trustedProxies only.
     serve(
-        ["-b", host, "-p", str(port), "viewer_gateway.asgi:application"],
+        "viewer_gateway.asgi:application",
+        host=host,
+        port=port,
         body_limit=body_limit,
         refusal=refusal,
         header_check=header_check,

@@ -36,7 +36,6 @@ DEBUG = os.environ.get("VIEWER_DEBUG") == "1"
 ALLOWED_HOSTS = VIEWER.allowed_host_names()
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

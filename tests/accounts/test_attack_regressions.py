@@ -17,7 +17,7 @@ from accounts_app.models import ApiToken, AuditEvent, ProjectMember, ShareLink
 from accounts_app.secrets import SHARE_COOKIE, SHARE_PREFIX, new_secret, sha256
 from chat_app.models import ChatSession
 from issues_app.models import Comment, Issue
-from serving.daphne import RequestHead
+from serving.http_server import RequestHead
 from tests.accounts.people import bearer, person, post, project_with_models, signed_in, token_of
 from viewer_gateway.server import header_check
 

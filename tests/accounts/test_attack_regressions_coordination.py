@@ -402,7 +402,7 @@ def test_the_report_of_an_old_run_tells_nothing_of_a_model_now_in_another_projec
 def test_the_edge_refuses_a_cross_site_change_of_clash_tests_before_the_body(two_teams, method, tail):
     """A page of another site may send a simple POST with the session cookie; the gateway's edge refuses any change
     from an Origin that is neither its own nor in corsOrigins (viewer_gateway/edge.py), before a body byte is read."""
-    from serving.daphne import RequestHead
+    from serving.http_server import RequestHead
     from viewer_gateway.server import header_check
 
     path = f"{clash_tests_at(two_teams['tower'])}/{tail}"

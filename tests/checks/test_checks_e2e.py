@@ -1,4 +1,4 @@
-"""IDS checks on the real processes: Daphne gateway, edit service, conversion worker and a check worker
+"""IDS checks on the real processes: gateway, edit service, conversion worker and a check worker
 (`manage.py check_worker`), over HTTP. Saved versions are checked through the edit service's new route
 GET /models/{id}/versions/{version}/ifc (an older version is rebuilt from its script); a check worker killed
 mid-check leaves the check to another worker."""

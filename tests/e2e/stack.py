@@ -1,4 +1,4 @@
-"""Starts the real processes (gateway on Daphne, conversion workers, edit service) on free ports with a temporary
+"""Starts the real processes (gateway, conversion workers, edit service) on free ports with a temporary
 data directory, the way `make run` does, and talks HTTP to them."""
 
 from __future__ import annotations

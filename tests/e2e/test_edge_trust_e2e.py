@@ -1,4 +1,4 @@
-"""Trust at the edge, on a real Daphne gateway: what a client can do with headers alone (root paths, forwarded
+"""Trust at the edge, on a real gateway process: what a client can do with headers alone (root paths, forwarded
 prefixes, proxy headers), bodies sent without the token, and requests from pages of other sites."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 
-from serving.daphne import LINGER_MAX_BYTES
+from serving.http_server import LINGER_MAX_BYTES
 from tests.e2e.stack import Stack
 from tests.e2e.test_gateway_hardening_e2e import raw_request
 from tests.gateway.test_auth_cors import METHODS, gateway_routes, is_anonymous
@@ -18,8 +18,8 @@ from tests.helpers import MINIMAL_IFC
 pytestmark = pytest.mark.e2e
 
 TOKEN = "edge-token"
-# Each of these once made Django route on a shorter path than the exemption check looked at (Daphne takes
-# root_path from Daphne-Root-Path), or is a header some servers turn into a script name or client address.
+# Each of these once made Django route on a shorter path than the exemption check looked at (Daphne, which served
+# the gateway before, took root_path from Daphne-Root-Path), or is a header some servers turn into a script name or client address.
 HEADER_VARIANTS = [
     {"Daphne-Root-Path": "/admin"},
     {"Daphne-Root-Path": "/static"},

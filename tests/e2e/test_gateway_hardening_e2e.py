@@ -1,4 +1,4 @@
-"""The gateway as an attacker and a careless client meet it, on the real processes (Daphne, workers, edit service)."""
+"""The gateway as an attacker and a careless client meet it, on the real processes (gateway, workers, edit service)."""
 
 import json
 import socket
@@ -9,7 +9,7 @@ import requests
 
 from core.limits import MEGABYTE, SCRIPT_BODY_BYTES
 from edit_service.sandbox.script_lib import guid_for
-from serving.daphne import LINGER_MAX_BYTES
+from serving.http_server import LINGER_MAX_BYTES
 from tests.edit_service.conftest import example
 from tests.helpers import MINIMAL_IFC, ok, poll
 
@@ -44,7 +44,7 @@ def _content_length(answer: bytes) -> int:
 
 
 def test_a_body_over_the_route_limit_is_refused_before_it_is_sent(stack):
-    """Daphne would buffer a whole body before Django sees it; the server refuses it from the Content-Length."""
+    """The server refuses a body from its Content-Length, before the application sees the request."""
     model_id = ok(stack.api("POST", "/api/v1/models", files={"file": ("a.ifc", MINIMAL_IFC)}))["id"]
     poll(lambda: list((stack.data_dir / "tmp").iterdir()), lambda left: not left, timeout=30)  # Django deletes the upload's temporary file after answering
     status, body = raw_request(stack, "POST /api/v1/models HTTP/1.1\nHost: 127.0.0.1\nContent-Type: multipart/form-data; boundary=b\nContent-Length: 50000000000\n")

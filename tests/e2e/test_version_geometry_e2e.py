@@ -1,4 +1,4 @@
-"""A saved version's geometry on the real processes (Daphne gateway with a token, two conversion workers, edit
+"""A saved version's geometry on the real processes (gateway with a token, two conversion workers, edit
 service): a script model saved as v1 and as v2 without one element; v1's geometry is converted on request from the
 IFC the edit service rebuilds, and holds the removed element, which the current XKT lacks. A version conversion
 killed with its worker is finished after the workers restart."""

@@ -1,4 +1,4 @@
-"""The edit service over HTTP: a real process (Daphne) on a free port with its own data directory."""
+"""The edit service over HTTP: a real process (uvicorn) on a free port with its own data directory."""
 
 import json
 import os

@@ -148,7 +148,7 @@ def test_unauthorized_answer_still_carries_cors_headers(client, viewer_config):
 
 @pytest.mark.parametrize("path", sorted(set(gateway_routes())))
 def test_a_client_supplied_root_path_opens_no_route(client, viewer_config, path):
-    """Django builds request.path from the script name (under Daphne: the Daphne-Root-Path header) plus path_info,
+    """Django builds request.path from the script name (under Daphne, which served the gateway before: the Daphne-Root-Path header) plus path_info,
     and routes on path_info; exemptions decided on request.path were opened by a root path of /admin or /static."""
     viewer_config(apiToken=TOKEN)
     for method in METHODS:

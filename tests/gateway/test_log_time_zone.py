@@ -15,7 +15,7 @@ PROBE = """
 import datetime, logging, django
 django.setup()
 logging.getLogger("probe").warning("hello")
-print(datetime.datetime.now().astimezone().isoformat())  # the process's local time, which Daphne's access log uses
+print(datetime.datetime.now().astimezone().isoformat())  # the process's local time, which access log lines use
 """
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00"
 

@@ -1,5 +1,5 @@
 """The gateway keeps its connections to the edit service open: several proxied calls, from one thread or from
-several (Daphne runs each request in a thread of its own), travel over the connections already open instead of
+several (the gateway may run a request on any of its request threads), travel over the connections already open instead of
 opening one per call; a forked child does not share its parent's."""
 
 import os
@@ -39,7 +39,7 @@ def test_calls_from_request_threads_one_after_another_reuse_the_connection(keep_
     def call():
         edit_client.call("GET", "/health")
 
-    for _ in range(4):  # a new thread per call, as Daphne gives each request
+    for _ in range(4):  # a new thread per call
         thread = threading.Thread(target=call)
         thread.start()
         thread.join()

@@ -14,7 +14,7 @@ logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
-    help = "Applies migrations, then serves the gateway with Daphne on the configured host and port."
+    help = "Applies migrations, then serves the gateway (uvicorn, serving/http_server.py) on the configured host and port."
 
     def handle(self, *args, **options):
         config = settings.VIEWER  # the system checks (viewer_gateway/checks.py) have refused a bad one

@@ -1,0 +1,232 @@
+"""The HTTP server of the gateway and the edit service: uvicorn's httptools protocol, with decisions taken from the
+request line and headers before any body byte is read.
+
+Once a request's headers are parsed, and before its application task starts, the service is asked whether to refuse
+the request outright (`HeaderCheck`: a missing token, say) and how large a body the route accepts (`BodyLimit`),
+checked against Content-Length and again while a body without a length streams in; a refusal is answered by the
+server itself and the application never sees the request. A WebSocket upgrade is refused with 403 (neither service
+serves one), a request head over HEAD_MAX_BYTES is refused too (httptools alone would collect any number of headers).
+
+A refused connection is closed the way nginx's lingering close does it: the answer is sent and the write side shut,
+then whatever the client still sends is read and dropped for a short while, so a client that is busy uploading
+reads the refusal instead of a connection reset (a browser shows "connection reset" otherwise).
+
+    serve("viewer_gateway.asgi:application", host="127.0.0.1", port=8000,
+          body_limit=lambda method, path: 1024 * 1024, refusal=refusal, header_check=header_check)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Callable
+from urllib.parse import unquote
+
+import httptools
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+# how long, and for how many bytes at most, a refused client may go on sending before the connection is cut (a
+# client that reads while it sends, as browsers and curl do, stops at the answer; these bound the others)
+LINGER_SECONDS = 2.0
+LINGER_MAX_BYTES = 16 * 1024 * 1024
+# the request line and headers together (Twisted, which served these before, allowed 16 KB of headers)
+HEAD_MAX_BYTES = 32 * 1024
+# an idle kept-alive connection stays open this long (nginx's default): the gateway keeps its connections to the
+# edit service open between calls
+KEEP_ALIVE_SECONDS = 75
+# on SIGTERM, requests in flight get this long to finish (an open event stream would otherwise hold the exit)
+GRACEFUL_SHUTDOWN_SECONDS = 5
+
+
+@dataclass(frozen=True)
+class RequestHead:
+    method: str
+    path: str  # as the application sees it: percent-decoded, without the query string
+    headers: dict[str, str]  # lowercase names; a repeated header keeps its first value
+    peer_host: str
+    scheme: str
+
+
+# the request -> a complete raw HTTP response refusing it, or None to go on
+HeaderCheck = Callable[[RequestHead], bytes | None]
+# (method, path) -> the largest body accepted, in bytes
+BodyLimit = Callable[[str, str], int]
+# (limit in bytes, request headers, what exceeds it: "request body" or "request head") -> a complete raw HTTP response
+Refusal = Callable[[int, dict[str, str], str], bytes]
+
+
+def raw_response(status: str, headers: dict[str, str], body: bytes) -> bytes:
+    lines = [f"HTTP/1.1 {status}", *(f"{name}: {value}" for name, value in headers.items()),
+             f"Content-Length: {len(body)}", "Connection: close", "", ""]
+    return "\r\n".join(lines).encode("latin-1") + body
+
+
+def _no_header_check(head: RequestHead) -> None:
+    return None
+
+
+WEBSOCKET_REFUSAL = raw_response("403 Forbidden", {"Content-Type": "text/plain"}, b"WebSocket connections are not served here")
+
+
+@dataclass(frozen=True)
+class RequestChecks:
+    body_limit: BodyLimit
+    refusal: Refusal
+    header_check: HeaderCheck = _no_header_check
+
+
+class CheckedHttpProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with RequestChecks applied between the headers and the application."""
+
+    checks: RequestChecks
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._refused = False
+        self._linger_cut: asyncio.TimerHandle | None = None
+        self._dropped = 0
+        self._head_bytes = 0
+        self._body_limit = 0
+        self._body_received = 0
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            self._drop(len(data))
+            return
+        self._unset_keepalive_if_required()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            pass  # a WebSocket upgrade, refused when its headers were complete
+        except httptools.HttpParserError:
+            if not self._refused:
+                self.send_400_response("Invalid HTTP request received.")
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        if self._counted_head(len(url)):
+            super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._counted_head(len(name) + len(value) + 4):
+            super().on_header(name, value)
+
+    def _counted_head(self, size: int) -> bool:
+        if self._refused:
+            return False
+        self._head_bytes += size
+        if self._head_bytes > HEAD_MAX_BYTES:
+            self._refuse(self.checks.refusal(HEAD_MAX_BYTES, self._header_dict(), "request head"))
+            return False
+        return True
+
+    def on_headers_complete(self) -> None:
+        if self._refused:
+            return
+        headers = self._header_dict()
+        if "upgrade" in headers.get("connection", "").lower() and headers.get("upgrade", "").lower() == "websocket":
+            self._refuse(WEBSOCKET_REFUSAL)
+            return
+        head = self._head(headers)
+        self._body_limit = self.checks.body_limit(head.method, head.path)
+        self._body_received = 0
+        answer = self.checks.header_check(head)
+        if answer is None and _declared_length(headers) > self._body_limit:
+            answer = self.checks.refusal(self._body_limit, headers, "request body")
+        if answer is not None:
+            self._refuse(answer)
+            return
+        super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if self._refused:
+            return
+        self._body_received += len(body)
+        if self._body_received > self._body_limit:
+            cycle = self.cycle
+            if cycle.response_started:
+                self.transport.close()  # the application answered without the body: no room for a refusal
+            else:
+                self._refuse(self.checks.refusal(self._body_limit, self._header_dict(), "request body"))
+            cycle.disconnected = True  # the application's next receive() is a disconnect
+            cycle.message_event.set()
+            return
+        super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self._refused:
+            super().on_message_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._linger_cut is not None:
+            self._linger_cut.cancel()
+        super().connection_lost(exc)
+
+    def _header_dict(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        for name, value in self.headers or ():
+            headers.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+        return headers
+
+    def _head(self, headers: dict[str, str]) -> RequestHead:
+        try:
+            path = unquote(httptools.parse_url(self.url).path.decode("ascii"))
+        except (httptools.HttpParserInvalidURLError, UnicodeDecodeError):
+            path = "/"  # uvicorn answers such a request 400 itself
+        return RequestHead(
+            method=self.parser.get_method().decode("latin-1").upper(),
+            path=path,
+            headers=headers,
+            peer_host=self.client[0] if self.client else "",
+            scheme=self.scheme or "http",
+        )
+
+    def _refuse(self, answer: bytes) -> None:
+        """Sends the answer, shuts the write side, then drops what the client still sends (no further request on
+        this connection is parsed) and cuts the connection after LINGER_SECONDS or LINGER_MAX_BYTES."""
+        self._refused = True
+        self._unset_keepalive_if_required()
+        transport = self.transport
+        transport.write(answer)
+        if transport.can_write_eof():
+            transport.write_eof()
+        self.flow.resume_reading()
+        self._linger_cut = self.loop.call_later(LINGER_SECONDS, transport.abort)
+
+    def _drop(self, size: int) -> None:
+        self._dropped += size
+        if self._dropped > LINGER_MAX_BYTES:
+            self.transport.abort()
+
+
+def _declared_length(headers: dict[str, str]) -> int:
+    try:
+        return int(headers.get("content-length", "0"))
+    except ValueError:
+        return 0  # httptools refuses a malformed Content-Length as a bad request
+
+
+def serve(app: str, *, host: str, port: int, body_limit: BodyLimit, refusal: Refusal, header_check: HeaderCheck | None = None) -> None:
+    """Serves the ASGI application named by `app` ("module:attribute") on host:port until SIGTERM or SIGINT."""
+    checks = RequestChecks(body_limit=body_limit, refusal=refusal, header_check=header_check or _no_header_check)
+    protocol = type("CheckedHttp", (CheckedHttpProtocol,), {"checks": checks})
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=protocol,
+        ws="none",
+        lifespan="off",
+        # no X-Forwarded-* from anyone: viewer_gateway.edge honours forwarded headers from trustedProxies only
+        proxy_headers=False,
+        server_header=False,
+        access_log=True,  # "uvicorn.access" records, one per request, through the service's logging
+        log_config=None,  # the service's own logging (Django's LOGGING) applies
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
+    uvicorn.Server(config).run()
