@@ -18,6 +18,7 @@ import pytest
 
 from checks_app import services
 from checks_app.models import Check
+from checks_app.services.ids_files import validated_ids
 from models_app.models import IfcModel, Project, ProjectModel
 from models_app.storage import model_dir
 
@@ -71,6 +72,14 @@ def write_walls_ifc(path: Path, fire_ratings: dict[str, str] | None = None, name
             ifcopenshell.api.pset.edit_pset(ifc, pset=pset, properties={"FireRating": fire_ratings[key]})
     ifc.write(str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _no_validated_ids_of_other_tests():
+    """Each test validates its IDS uploads afresh (the gateway process keeps the ones it validated)."""
+    validated_ids.clear()
+    yield
+    validated_ids.clear()
 
 
 @pytest.fixture
