@@ -3,7 +3,7 @@ against the engine before the index (ifctester's own validate under the same cor
 ifctester (the anchor), on the same files and the same IDS, in the same run, alternating, median of N; then a check
 as the worker runs it, in the warm sandboxed check process, and through the API (POST to done).
 
-    .venv/bin/python bench/ids_check.py [--repeat 3] [--storeys 105 --bays 30] [--ids FILE] [--no-api] [--tower-only] [sample.ifc ...]
+    .venv/bin/python bench/ids_check.py [--repeat 3] [--storeys 105 --bays 30] [--ids FILE] [--no-api] [--api-seen] [--tower-only] [sample.ifc ...]
     .venv/bin/python bench/ids_check.py --smoke     # IfcOpenHouse and a 2-storey tower, once: seconds
 
 Default files: the samples AC20-FZK-Haus.ifc, duplex.ifc and example.ifc of ../shared/ifc-samples, and a tower made
@@ -26,6 +26,9 @@ from just before the IFC is opened to the end: the interpreter, the imports and 
 - sandbox_s: the same through checks_app.engine.runner (a child forked from the warm, sandboxed check zygote);
 - api_s: POST /api/v1/models/{id}/checks (the IDS uploaded) to the check being done, read by polling every 10 ms,
   with a check worker (manage.py check_worker) of a stack started for the run; api_ratio = api_s / engine_s;
+  each run's IDS has a new title (bytes the gateway has not seen);
+- api_seen_s (--api-seen): the same with the IDS's own bytes, which the gateway has seen (a team running its IDS
+  again), under a new upload name each run so no earlier check answers; api_seen_ratio = api_seen_s / engine_s;
 - peak_mb of ifctester, before and after; differing_verdicts: specifications where ifctester's own verdict differs
   (where the engine's corrections apply).
 """
@@ -234,16 +237,20 @@ class ApiChecks:
             self.models[ifc_path] = model_id
         return self.models[ifc_path]
 
-    def check(self, ifc_path: Path, ids_path: Path) -> tuple[float, dict]:
+    def check(self, ifc_path: Path, ids_path: Path, seen: bool = False) -> tuple[float, dict]:
         """Seconds from the POST to the check seen done; the check. Each run's IDS differs in its title only, so no
-        earlier check answers it from the cache."""
+        earlier check answers it from the cache; seen: the IDS's own bytes each time (the gateway has seen them, as
+        when a team runs its IDS again), under a new upload name instead, so again no earlier check answers."""
         from tests.helpers import poll
 
         model_id = self.model(ifc_path)
         self.runs += 1
-        text = ids_path.read_text(encoding="utf-8").replace("<title>", f"<title>run {self.runs}: ", 1)
+        text = ids_path.read_text(encoding="utf-8")
+        name = f"run-{self.runs}-{ids_path.name}" if seen else ids_path.name
+        if not seen:
+            text = text.replace("<title>", f"<title>run {self.runs}: ", 1)
         started = time.perf_counter()
-        answer = self.stack.api("POST", f"/api/v1/models/{model_id}/checks", files=[("ids", (ids_path.name, text.encode()))]).json()
+        answer = self.stack.api("POST", f"/api/v1/models/{model_id}/checks", files=[("ids", (name, text.encode()))]).json()
         check_id = answer["data"]["checkId"]
         check = poll(lambda: self.stack.api("GET", f"/api/v1/models/{model_id}/checks/{check_id}").json()["data"],
                      lambda found: found["status"] in ("done", "failed"), timeout=1800, interval=POLL_SECONDS)
@@ -255,15 +262,19 @@ class ApiChecks:
         self.stack.stop()
 
 
-def bench_file(path: Path, ids_path: Path, repeat: int, folder: Path, api: ApiChecks | None) -> dict:
+def bench_file(path: Path, ids_path: Path, repeat: int, folder: Path, api: ApiChecks | None, api_seen: bool = False) -> dict:
     runs: dict[str, list[dict]] = {"ifctester": [], "before": [], "after": []}
-    sandbox, through_api = [], []
+    sandbox, through_api, through_api_seen = [], [], []
+    if api is not None and api_seen:
+        api.check(path, ids_path, seen=True)  # the gateway sees the IDS's bytes once, untimed
     for _ in range(repeat):
         for kind in runs:
             runs[kind].append(measured(kind, path, ids_path))
         sandbox.append(in_sandbox(path, ids_path, folder))
         if api is not None:
             through_api.append(api.check(path, ids_path)[0])
+            if api_seen:
+                through_api_seen.append(api.check(path, ids_path, seen=True)[0])
 
     def median(kind: str, key: str = "seconds") -> float:
         return statistics.median(run[key] for run in runs[kind])
@@ -285,6 +296,9 @@ def bench_file(path: Path, ids_path: Path, repeat: int, folder: Path, api: ApiCh
     }
     if through_api:
         figures.update({"api_s": round(statistics.median(through_api), 3), "api_ratio": round(statistics.median(through_api) / engine, 2)})
+    if through_api_seen:
+        figures.update({"api_seen_s": round(statistics.median(through_api_seen), 3),
+                        "api_seen_ratio": round(statistics.median(through_api_seen) / engine, 2)})
     return figures
 
 
@@ -296,6 +310,8 @@ def main() -> None:
     parser.add_argument("--ids", type=Path, default=DEFAULT_IDS)
     parser.add_argument("--no-api", action="store_true", help="skip the check through the API (no stack is started)")
     parser.add_argument("--tower-only", action="store_true", help="the generated tower only, no sample")
+    parser.add_argument("--api-seen", action="store_true",
+                        help="also api_seen_s: the check through the API with an IDS whose bytes the gateway has seen (a new upload name each run)")
     parser.add_argument("--measure", nargs=3, metavar=("KIND", "IFC", "IDS"), help=argparse.SUPPRESS)
     parser.add_argument("samples", nargs="*", type=Path)
     parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_SAMPLE} and a 2-storey tower, once")
@@ -317,7 +333,7 @@ def main() -> None:
         api = None if args.no_api else ApiChecks(folder)
         try:
             for path in files:
-                print(json.dumps(bench_file(path, args.ids, args.repeat, folder, api)), flush=True)
+                print(json.dumps(bench_file(path, args.ids, args.repeat, folder, api, args.api_seen)), flush=True)
         finally:
             if api is not None:
                 api.stop()
