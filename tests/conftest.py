@@ -81,8 +81,20 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_collection_modifyitems(items):
     """pytest-django sorts the whole run into database / transactional / other tests, which splits a module that has
     some of each and sets its module-scoped fixtures (a stack of real processes, an OpenID provider) up once per
-    part. Each module's tests are gathered again where its first one stands, keeping pytest-django's order inside."""
-    first_of_module = {}
+    part. Each module's tests are gathered again where its first one stands, keeping pytest-django's order inside.
+
+    The modules that start real processes come first, then the heavy ones, then the rest: pytest-xdist hands whole
+    modules to its workers in this order (`--dist loadfile`), so the run ends on many short modules that even out
+    between the workers instead of one worker finishing a long end-to-end module while the other waits."""
+    first_of_module: dict = {}
+    weight_of_module: dict = {}
     for index, item in enumerate(items):
         first_of_module.setdefault(item.path, index)
-    items.sort(key=lambda item: first_of_module[item.path])
+        weight_of_module[item.path] = min(weight_of_module.get(item.path, 2), _weight(item))
+    items.sort(key=lambda item: (weight_of_module[item.path], first_of_module[item.path]))
+
+
+def _weight(item) -> int:
+    if item.get_closest_marker("e2e") or {"browser", "e2e"} & set(item.path.relative_to(Path(__file__).parent).parts[:1]):
+        return 0
+    return 1 if item.get_closest_marker("heavy") else 2
