@@ -6,13 +6,16 @@ model).
 
     python -m checks_app.engine.zygote --control-fd N
 
-Talks to its worker over a Unix seqpacket socket (fd N). A check is one message {"fds": [names], "memory_bytes": n,
-"cpu_seconds": n} with the descriptors of those names attached (SCM_RIGHTS): go, ifc, job, out, progress, stderr.
-The zygote answers {"ready": pid} once warm, {"forked": pid} per check and {"exited": pid, "status": code} when that
-child has ended (a negative code is the signal that killed it). The child waits on `go` until the worker has moved
-it into the check's own cgroup (memory and process caps), caps its CPU time (and its address space when there is no
-cgroup), and only then reads the IFC; it runs checks_app.engine.child's check with progress on its stdout and errors
-on its stderr. The zygote never touches a check's files, starts no thread and is not dumpable; one check at a time.
+Talks to its worker over a Unix seqpacket socket (fd N). A child is forked ahead of its check (the worker's spare,
+runner.py): one message {"fds": ["go", "progress", "stderr"]} with those descriptors attached (SCM_RIGHTS). The
+zygote answers {"ready": pid} once warm, {"forked": pid} per child and {"exited": pid, "status": code} when that
+child has ended (a negative code is the signal that killed it). The child waits on its `go` socket until the worker,
+having moved it into the check's own cgroup (memory and process caps), hands it its job: one message
+{"cpu_seconds": n, "memory_bytes": n} with the descriptors of the IFC, the job file and the result file attached
+(an end of `go` without a message: it exits 3 without reading anything). It then caps its CPU time (and its address
+space when there is no cgroup), and only then reads the IFC; it runs checks_app.engine.child's check with progress
+on its stdout and errors on its stderr. The zygote never touches a check's files, starts no thread and is not
+dumpable; one child at a time.
 """
 
 from __future__ import annotations
@@ -25,16 +28,55 @@ import socket
 import sys
 import types
 
-from sandboxing.zygote_server import PR_SET_DUMPABLE, prctl, run_child, send, serve
+from sandboxing.zygote_server import MESSAGE_BYTES, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, send, serve
 
 MAX_FDS = 8
-FDS = ("go", "ifc", "job", "out", "progress", "stderr")
+FDS = ("go", "progress", "stderr")  # the child's, when it is forked
+JOB_FDS = ("ifc", "job", "out")  # handed over with its job on `go`
+NO_JOB_EXIT_CODE = 3  # the worker gave the child up before its job (as sandboxing.zygote_server.await_go)
 RESULT_WRITTEN = "resultWritten"  # the child's last progress line when its result is complete
 
 
-def _child(job: dict, fds: dict[str, int]) -> None:
-    """Runs one check and exits; never returns."""
-    run_child(job, fds, "progress", lambda: _check(job, fds))
+def _child(_fork: dict, fds: dict[str, int]) -> None:
+    """A forked child's whole life (sandboxing.zygote_server.run_child's, with the job handed over on `go`): it dies
+    with the zygote, writes progress to its stdout and errors to its stderr, waits for its job, caps itself and runs
+    the check; whatever it raises goes to stderr (the worker's error tail) with exit code 1. Never returns."""
+    import signal
+    import traceback
+
+    code = 1
+    try:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.dup2(fds["stderr"], 2)
+        os.dup2(fds["progress"], 1)
+        job, handed = _await_job(fds["go"])
+        code = _check(job, handed)
+    except BaseException:  # noqa: BLE001 - everything goes to the worker as the error tail
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def _await_job(go_fd: int) -> tuple[dict, dict[str, int]]:
+    """Waits on `go` for the job and its descriptors (the worker has moved this process into its cgroup by then),
+    then caps the CPU time (job["cpu_seconds"]) and, without a cgroup, the address space (job["memory_bytes"])."""
+    import resource
+
+    go = socket.socket(fileno=go_fd)
+    message, fds, _, _ = socket.recv_fds(go, MESSAGE_BYTES, len(JOB_FDS))
+    if not message:  # the worker gave this child up
+        os._exit(NO_JOB_EXIT_CODE)
+    if len(fds) != len(JOB_FDS):
+        raise RuntimeError(f"the job came with {len(fds)} descriptors, not {len(JOB_FDS)}")
+    go.close()
+    job = json.loads(message)
+    if job.get("cpu_seconds"):
+        resource.setrlimit(resource.RLIMIT_CPU, (job["cpu_seconds"], job["cpu_seconds"]))
+    if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least
+        resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))
+    return job, dict(zip(JOB_FDS, fds))
 
 
 def _check(job: dict, fds: dict[str, int]) -> int:

@@ -74,6 +74,9 @@ def test_the_forked_check_is_found_without_walking_every_process_of_the_host(tmp
     def no_walk(pid):
         raise AssertionError("the host's whole process table was read")
 
+    from checks_app.engine.runner import discard_spare
+
+    discard_spare(ConversionLimits())  # the check forks its own child, not one made ahead
     monkeypatch.setattr(sandboxing.zygote.psutil, "Process", no_walk)
     outcome = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path, timeout_seconds=300,
                                 limits=ConversionLimits(), on_progress=lambda *_: None)
@@ -94,6 +97,14 @@ def test_the_result_is_handed_back_while_the_child_exits_and_the_next_check_wait
         return expect(zygote, key, deadline)
 
     monkeypatch.setattr(runner.CheckZygote, "expect", held_exit)
+    used = []  # the run cgroups the checks' children ran in
+    run_in_child = runner._run_in_child
+
+    def recorded(zygote, spare, *args):
+        used.append(spare.cgroup.directories.copy())
+        return run_in_child(zygote, spare, *args)
+
+    monkeypatch.setattr(runner, "_run_in_child", recorded)
     limits = ConversionLimits()
     (tmp_path / "first").mkdir()
     outcome = run_check_process(ifc_path=sample("IfcOpenHouse_IFC4.ifc"), job=JOB, work_dir=tmp_path / "first", timeout_seconds=300,
@@ -106,5 +117,9 @@ def test_the_result_is_handed_back_while_the_child_exits_and_the_next_check_wait
                                   limits=limits, on_progress=lambda *_: None)
     assert following.ok, following.error
     assert events[:2] == ["result back", "exit seen"]
-    with runner.check_zygote(limits).lock:  # the second child's exit settled: no run cgroup of this process is left
-        assert not {name for name in cgroups._in_use if name.startswith(cgroups.NAME_PREFIX)}
+    zygote = runner.check_zygote(limits)
+    with zygote.lock:  # the second child's exit settled: its run cgroup is gone; the one left is the next spare's
+        assert len(used) == 2 and used[0] != used[1]
+        assert not [directory for directories in used for directory in directories if directory.exists()]
+        assert not {directory.name for directories in used for directory in directories} & cgroups._in_use
+        assert zygote.spare is not None and zygote.spare.cgroup.directories not in used
