@@ -63,13 +63,14 @@ $(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts
 	@touch $@
 
 # on TEST_WORKERS pytest-xdist workers (a module's tests stay on one worker: its stack of real processes is set up
-# once); the slowest tests are listed at the end (docs/testing.md)
+# once), modules in the order tests/conftest.py gives them (the ones starting real processes first), not xdist's
+# (most tests first); the slowest tests are listed at the end (docs/testing.md)
 TEST_WORKERS ?= 2
 test: setup test-prerequisites $(OIDC_PROVIDER_STAMP)
-	env -u VIEWER_PG_DSN $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
+	env -u VIEWER_PG_DSN $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 	@if [ -n "$$VIEWER_PG_DSN" ]; then \
 		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \
-		$(PY) -m pytest -m storage -n $(TEST_WORKERS) --dist loadfile; \
+		$(PY) -m pytest -m storage -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
 	fi
 
 # -m "not e2e and not heavy" leaves out every test that starts the real processes (tests/e2e, tests/browser and the

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from requests.structures import CaseInsensitiveDict
+
 
 def _json_or_text(text: str):
     try:
@@ -38,7 +40,7 @@ class SSEStream:
         self.frames: list[Frame] = []
         self.comments: list[str] = []
         self.status: int | None = None
-        self.response_headers: dict = {}
+        self.response_headers: CaseInsensitiveDict = CaseInsensitiveDict()  # names as any server cases them
         self.error: BaseException | None = None
         self._sock: socket.socket | None = None
         self._opened = threading.Event()
@@ -64,7 +66,7 @@ class SSEStream:
             connection.request("GET", target, headers={"Accept": "text/event-stream", **self.headers})
             response = connection.getresponse()
             self.status = response.status
-            self.response_headers = {}
+            self.response_headers = CaseInsensitiveDict()
             for name, value in response.getheaders():
                 self.response_headers[name] = f"{self.response_headers[name]}, {value}" if name in self.response_headers else value
             self._opened.set()

@@ -77,7 +77,7 @@ def test_oversized_upload_is_rejected_while_streaming(api, viewer_config):
     viewer_config(maxUploadMB=0.5)
     response = upload(api, "big.ifc", MINIMAL_IFC + b"/*" + b"x" * (530 * 1024) + b"*/")
     assert (response.status_code, response.json()["code"]) == (400, 40002)
-    assert "0.5 MB" in response.json()["message"]
+    assert "512 KB" in response.json()["message"]
     assert IfcModel.objects.count() == 0 and leftovers() == []
 
 
