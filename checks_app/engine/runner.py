@@ -198,11 +198,13 @@ def run_check_process(
     try:
         for attempt in range(2):
             spare = _take_spare(zygote)
+            if spare is None and not zygote.alive:
+                zygote.start()
+            deadline = time.monotonic() + timeout_seconds  # from here, as a child forked now: its fork and join count
             if spare is None:
-                spare = _fresh_spare(zygote, time.monotonic() + timeout_seconds)
+                spare = _fresh_spare(zygote, deadline)
             try:
-                code, output, exiting = _run_in_child(zygote, spare, ifc_path, work_dir, time.monotonic() + timeout_seconds,
-                                                      int(timeout_seconds) + 5, limits, on_progress)
+                code, output, exiting = _run_in_child(zygote, spare, ifc_path, work_dir, deadline, int(timeout_seconds) + 5, limits, on_progress)
                 break
             except _SpareGone:  # it died between the look and the job: this check makes its own
                 _release_cgroup(spare)
@@ -317,9 +319,7 @@ def _pending(control: socket.socket | None) -> bool:
 
 
 def _fresh_spare(zygote: CheckZygote, deadline: float) -> _Spare:
-    """A child made for this check now (no usable spare): the zygote started if it is not running."""
-    if not zygote.alive:
-        zygote.start()
+    """A child made for this check now, by its running zygote (no usable spare)."""
     return _fork_spare(zygote, deadline)
 
 

@@ -11,6 +11,7 @@ from checks_app.models import Check
 from core import jobs
 from core.jobs.tasks import CHECK_QUEUE
 from tests.checks.conftest import fire_ids
+from tests.helpers import sample
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.storage]
 
@@ -61,7 +62,7 @@ def test_requesters_take_turns_and_a_busy_one_waits(make_model):
 
 def test_a_check_over_its_time_limit_is_stopped_and_answered_from_the_cache_until_the_limit_changes(api, make_model, put_ids, start_check, monkeypatch):
     monkeypatch.setenv("VIEWER_CHECK_TIMEOUT_SECONDS", "0.01")
-    model = make_model()
+    model = make_model(sample("duplex.ifc"))  # reading it alone takes longer than 10 ms (the walls are checked in less)
     put_ids("fire.ids", fire_ids())
     failed = start_check(model.id, {"ids": ["fire.ids"]})
     assert failed["status"] == "failed" and "time limit of 0.01 s" in failed["error"]
