@@ -3,7 +3,7 @@ against the engine before the index (ifctester's own validate under the same cor
 ifctester (the anchor), on the same files and the same IDS, in the same run, alternating, median of N; then a check
 as the worker runs it, in the warm sandboxed check process, and through the API (POST to done).
 
-    .venv/bin/python bench/ids_check.py [--repeat 3] [--storeys 105 --bays 30] [--ids FILE] [--no-api] [--api-seen] [--tower-only] [sample.ifc ...]
+    .venv/bin/python bench/ids_check.py [--repeat 3] [--storeys 105 --bays 30] [--ids FILE] [--no-api] [--api-seen] [--poll] [--tower-only] [sample.ifc ...]
     .venv/bin/python bench/ids_check.py --smoke     # IfcOpenHouse and a 2-storey tower, once: seconds
 
 Default files: the samples AC20-FZK-Haus.ifc, duplex.ifc and example.ifc of ../shared/ifc-samples, and a tower made
@@ -24,9 +24,10 @@ from just before the IFC is opened to the end: the interpreter, the imports and 
 - open_s: ifcopenshell.open of the file (paid by every check, by ifctester's too);
 - engine_s: open + IDS parse + check over the index, in a fresh process: what a check's process does;
 - sandbox_s: the same through checks_app.engine.runner (a child forked from the warm, sandboxed check zygote);
-- api_s: POST /api/v1/models/{id}/checks (the IDS uploaded) to the check being done, read by polling every 10 ms,
-  with a check worker (manage.py check_worker) of a stack started for the run; api_ratio = api_s / engine_s;
-  each run's IDS has a new title (bytes the gateway has not seen);
+- api_s: POST /api/v1/models/{id}/checks (the IDS uploaded) to the check being done, read with a GET of the check
+  that waits for its end (?waitSeconds=30, again while it is still queued or running; --poll: a GET every 10 ms
+  instead, as before), with a check worker (manage.py check_worker) of a stack started for the run;
+  api_ratio = api_s / engine_s; each run's IDS has a new title (bytes the gateway has not seen);
 - api_seen_s (--api-seen): the same with the IDS's own bytes, which the gateway has seen (a team running its IDS
   again), under a new upload name each run so no earlier check answers; api_seen_ratio = api_seen_s / engine_s;
 - peak_mb of ifctester, before and after; differing_verdicts: specifications where ifctester's own verdict differs
@@ -54,7 +55,8 @@ SAMPLES = ROOT.parent / "shared" / "ifc-samples"
 DEFAULT_SAMPLES = ("AC20-FZK-Haus.ifc", "duplex.ifc", "example.ifc")
 SMOKE_SAMPLE = "IfcOpenHouse_IFC4.ifc"
 DEFAULT_IDS = ROOT / "checks_app" / "examples" / "review-at-scale.ids"
-POLL_SECONDS = 0.01  # the API figure's client poll: at 50 ms it added 25 ms on average to checks of 0.2-0.6 s
+POLL_SECONDS = 0.01  # the API figure's client poll (--poll): at 50 ms it added 25 ms on average to checks of 0.2-0.6 s
+WAIT_SECONDS = 30  # the API figure's GET waits for the check's end (?waitSeconds=N) at most this long, then asks again
 
 
 def build_tower(folder: Path, storeys: int, bays: int) -> Path:
@@ -214,7 +216,7 @@ def in_sandbox(ifc_path: Path, ids_path: Path, folder: Path) -> float:
 class ApiChecks:
     """A stack (gateway, conversion worker, edit service, check worker) for the run; each file uploaded once."""
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, polling: bool = False):
         from tests.e2e.stack import Stack
         from tests.helpers import poll
 
@@ -226,6 +228,7 @@ class ApiChecks:
         poll(lambda: log.exists() and "Starting worker" in log.read_text(errors="replace"), bool, timeout=120, interval=0.2)
         self.models: dict[Path, str] = {}
         self.runs = 0
+        self.polling = polling
 
     def model(self, ifc_path: Path) -> str:
         if ifc_path not in self.models:
@@ -252,8 +255,14 @@ class ApiChecks:
         started = time.perf_counter()
         answer = self.stack.api("POST", f"/api/v1/models/{model_id}/checks", files=[("ids", (name, text.encode()))]).json()
         check_id = answer["data"]["checkId"]
-        check = poll(lambda: self.stack.api("GET", f"/api/v1/models/{model_id}/checks/{check_id}").json()["data"],
-                     lambda found: found["status"] in ("done", "failed"), timeout=1800, interval=POLL_SECONDS)
+        url = f"/api/v1/models/{model_id}/checks/{check_id}"
+        if self.polling:
+            check = poll(lambda: self.stack.api("GET", url).json()["data"], lambda found: found["status"] in ("done", "failed"),
+                         timeout=1800, interval=POLL_SECONDS)
+        else:
+            check = answer["data"]
+            while check["status"] not in ("done", "failed"):
+                check = self.stack.api("GET", f"{url}?waitSeconds={WAIT_SECONDS}").json()["data"]
         elapsed = time.perf_counter() - started
         assert check["status"] == "done", check
         return elapsed, check
@@ -312,6 +321,7 @@ def main() -> None:
     parser.add_argument("--tower-only", action="store_true", help="the generated tower only, no sample")
     parser.add_argument("--api-seen", action="store_true",
                         help="also api_seen_s: the check through the API with an IDS whose bytes the gateway has seen (a new upload name each run)")
+    parser.add_argument("--poll", action="store_true", help="the API figures read the check by polling every 10 ms (as before ?waitSeconds)")
     parser.add_argument("--measure", nargs=3, metavar=("KIND", "IFC", "IDS"), help=argparse.SUPPRESS)
     parser.add_argument("samples", nargs="*", type=Path)
     parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_SAMPLE} and a 2-storey tower, once")
@@ -330,7 +340,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         files = args.samples or [SAMPLES / name for name in samples if (SAMPLES / name).exists()] + [build_tower(folder, args.storeys, args.bays)]
-        api = None if args.no_api else ApiChecks(folder)
+        api = None if args.no_api else ApiChecks(folder, polling=args.poll)
         try:
             for path in files:
                 print(json.dumps(bench_file(path, args.ids, args.repeat, folder, api, args.api_seen)), flush=True)

@@ -88,9 +88,15 @@ class ModelChecksView(UploadLimit, APIView):
 
 
 class CheckView(APIView):
-    @extend_schema(responses=CheckDetailSerializer, summary="One check; with result when done, error when failed")
+    @extend_schema(
+        parameters=[OpenApiParameter("waitSeconds", float, required=False, description=(
+            "0-30 (default 0: at once): while the check is queued or running, answer as soon as it is done or failed, "
+            "or after this many seconds with its state then"))],
+        responses=CheckDetailSerializer, summary="One check; with result when done, error when failed",
+    )
     def get(self, request, model_id, check_id):
-        return Response(CheckDetailSerializer(selectors.check_get(model_id, check_id)).data)
+        wait_seconds = services.wait_seconds_param(request.query_params.get("waitSeconds"))
+        return Response(CheckDetailSerializer(services.check_get_waiting(model_id, check_id, wait_seconds)).data)
 
 
 class CheckReportHtmlView(APIView):

@@ -5,8 +5,10 @@ under the same limits). The check then waits for its turn in the check queue (ch
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import time
 
 from django.db import transaction
 from django.db.models import Q
@@ -16,6 +18,7 @@ from checks_app.models import Check, IdsDocument
 from checks_app.projects import project_of_model
 from checks_app.services.ids_files import ids_document_store, remove_unused_documents, sha256_hex
 from core import jobs
+from core.jobs import wakeup
 from core.errors import Invalid, NotFound, TooLarge
 from core.limits import IDS_MAX_BYTES, size_limit_message
 from issues_app.selectors import overrides_of_model
@@ -28,6 +31,13 @@ VERSION_RE = re.compile(r"^v[1-9]\d{0,8}$")
 CURRENT = "current"
 ACTIVE_STATUSES = (Check.Status.QUEUED, Check.Status.RUNNING, Check.Status.DONE)
 CHECK = "check"  # the job kind (checks_app.jobs)
+# A check worker wakes the gateway's requests waiting for a check (GET ...?waitSeconds=N) on this host through
+# core.jobs.wakeup's sockets, under this name: a byte to each waiting request when a check ends
+CHECK_ENDED = "check-ended"
+MAX_WAIT_SECONDS = 30
+# a waiting request reads its check at least this often: a check ended on another host, or failed by the recovery
+# of a dead worker, wakes nobody here
+WAIT_RECHECK_SECONDS = 0.5
 
 
 def check_time_limit_seconds() -> float:
@@ -140,3 +150,44 @@ def check_start(
         jobs.enqueue(CHECK, check.id)  # its turn; same database, same transaction: both or neither
     remove_unused_documents()
     return check, False
+
+
+def wait_seconds_param(raw: str | None) -> float:
+    """The waitSeconds query parameter: absent or empty is 0 (answer at once), else a number from 0 to 30."""
+    if raw is None or raw == "":
+        return 0.0
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 0 <= seconds <= MAX_WAIT_SECONDS:  # nan and infinities fail too
+        raise Invalid(f"waitSeconds must be a number of seconds from 0 to {MAX_WAIT_SECONDS}, got {raw!r}")
+    return seconds
+
+
+def check_get_waiting(model_id: str, check_id: str, wait_seconds: float = 0) -> Check:
+    """The check; with wait_seconds, once it has left queued and running (done or failed) or after wait_seconds,
+    whichever comes first. Woken by the check worker when a check ends (CHECK_ENDED), read again at least every
+    WAIT_RECHECK_SECONDS; no tight poll of the database."""
+    check = selectors.check_get(model_id, check_id)
+    if wait_seconds <= 0 or not _active(check):
+        return check
+    deadline = time.monotonic() + wait_seconds
+    listener = wakeup.WakeUp(CHECK_ENDED)  # listening before the next read: an end between the two is not missed
+    try:
+        check = selectors.check_get(model_id, check_id)
+        while _active(check) and (left := deadline - time.monotonic()) > 0:
+            listener.wait(min(left, WAIT_RECHECK_SECONDS))
+            check = selectors.check_get(model_id, check_id)
+    finally:
+        listener.close()
+    return check
+
+
+def _active(check: Check) -> bool:
+    return check.status in (Check.Status.QUEUED, Check.Status.RUNNING)
+
+
+def check_ended_notify() -> None:
+    """Wakes the requests of this host waiting for a check (once the end is committed)."""
+    transaction.on_commit(lambda: wakeup.wake(CHECK_ENDED), robust=True)

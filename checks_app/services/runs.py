@@ -14,7 +14,15 @@ from django.db.models.functions import Coalesce, Greatest
 
 from checks_app.engine.runner import RESULT_FILE, check_limits, run_check_process
 from checks_app.models import Check
-from checks_app.services.checks import CHECK, CURRENT, check_cache_key, check_memory_limit_mb, check_time_limit_seconds, limits_key
+from checks_app.services.checks import (
+    CHECK,
+    CURRENT,
+    check_cache_key,
+    check_ended_notify,
+    check_memory_limit_mb,
+    check_time_limit_seconds,
+    limits_key,
+)
 from core import jobs
 from core.errors import ApplicationError, NotFound
 from core.files import link_or_copy
@@ -98,6 +106,7 @@ def check_claimed_run(check: Check) -> None:
         jobs.finish(CHECK, check, status=Check.Status.FAILED, error=message[-2048:], progress_phase="", progress_percent=0)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
+        check_ended_notify()  # the requests waiting for a check (GET ...?waitSeconds=N) read theirs again
     logger.info("IDS check %s of %s finished", check.id, check.model_id)
 
 
