@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import threading
 import time
 
 from django.db import transaction
@@ -38,6 +39,10 @@ MAX_WAIT_SECONDS = 30
 # a waiting request reads its check at least this often: a check ended on another host, or failed by the recovery
 # of a dead worker, wakes nobody here
 WAIT_RECHECK_SECONDS = 0.5
+# a waiting request holds a request thread (with PostgreSQL, a database connection) of the gateway: past this many at
+# once in a process, a request is answered at once, as without waitSeconds (the client asks again)
+MAX_WAITING_REQUESTS = 8
+_waiting_slots = threading.BoundedSemaphore(MAX_WAITING_REQUESTS)
 
 
 def check_time_limit_seconds() -> float:
@@ -168,11 +173,17 @@ def wait_seconds_param(raw: str | None) -> float:
 def check_get_waiting(model_id: str, check_id: str, wait_seconds: float = 0) -> Check:
     """The check; with wait_seconds, once it has left queued and running (done or failed) or after wait_seconds,
     whichever comes first. Woken by the check worker when a check ends (CHECK_ENDED), read again at least every
-    WAIT_RECHECK_SECONDS; no tight poll of the database."""
+    WAIT_RECHECK_SECONDS; no tight poll of the database. At most MAX_WAITING_REQUESTS wait at once per process."""
     check = selectors.check_get(model_id, check_id)
-    if wait_seconds <= 0 or not _active(check):
+    if wait_seconds <= 0 or not _active(check) or not _waiting_slots.acquire(blocking=False):
         return check
-    deadline = time.monotonic() + wait_seconds
+    try:
+        return _wait_for_end(model_id, check_id, time.monotonic() + wait_seconds)
+    finally:
+        _waiting_slots.release()
+
+
+def _wait_for_end(model_id: str, check_id: str, deadline: float) -> Check:
     listener = wakeup.WakeUp(CHECK_ENDED)  # listening before the next read: an end between the two is not missed
     try:
         check = selectors.check_get(model_id, check_id)

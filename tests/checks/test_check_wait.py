@@ -76,6 +76,18 @@ def test_a_finished_check_is_answered_at_once_whatever_the_wait(api, queued, mon
     assert api.get(f"/api/v1/models/{model_id}/checks/{check_id}?waitSeconds=30").json()["data"]["status"] == "failed"
 
 
+def test_past_the_waiting_requests_cap_a_request_is_answered_at_once(api, queued, monkeypatch):
+    """A waiting request holds a gateway thread: when MAX_WAITING_REQUESTS are waiting, the next one does not wait."""
+    model_id, check_id = queued
+    slots = threading.BoundedSemaphore(1)
+    monkeypatch.setattr(check_services, "_waiting_slots", slots)
+    monkeypatch.setattr(wakeup, "WakeUp", lambda *_: pytest.fail("a request past the cap waited"))
+    assert slots.acquire(blocking=False)  # the one slot taken by a request already waiting
+    assert api.get(f"/api/v1/models/{model_id}/checks/{check_id}?waitSeconds=30").json()["data"]["status"] == "queued"
+    slots.release()
+    assert slots.acquire(blocking=False)  # and the refused request took no slot
+
+
 @pytest.mark.parametrize("value", ["-1", "30.5", "31", "abc", "nan", "inf", "1e9"])
 def test_a_wait_out_of_0_to_30_seconds_is_refused(api, queued, value):
     model_id, check_id = queued
