@@ -69,12 +69,22 @@ def await_go(job: dict, fds: dict[str, int], stdout: str) -> None:
 
 
 def run_child(job: dict, fds: dict[str, int], stdout: str, work: Callable[[], int]) -> NoReturn:
-    """A forked child's whole life: await_go, then work(), whose return is the exit code; whatever it raises goes to
-    stderr (the worker's error tail) with exit code 1. Never returns."""
+    """A forked child's whole life: await_go, then work(), whose return is the exit code (see exit_after)."""
+
+    def life() -> int:
+        await_go(job, fds, stdout)
+        return work()
+
+    exit_after(life)
+
+
+def exit_after(life: Callable[[], int]) -> NoReturn:
+    """Runs a forked child's life(), whose return is the exit code; whatever it raises goes to stderr (the worker's
+    error tail) with exit code 1; then flushes and ends the process without unwinding the zygote's state. Never
+    returns."""
     code = 1
     try:
-        await_go(job, fds, stdout)
-        code = work()
+        code = life()
     except BaseException:  # noqa: BLE001 - everything goes to the worker as the error tail
         traceback.print_exc()
     finally:

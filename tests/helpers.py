@@ -94,3 +94,12 @@ def ok(response):
     body = response.json()
     assert body["code"] == 0, body
     return body["data"]
+
+
+def skip_without_run_cgroups() -> None:
+    """Skips the calling test where this machine cannot make run cgroups (sandboxing.cgroups.describe says why)."""
+    from sandboxing import cgroups
+
+    problem, _ = cgroups.describe()
+    if problem:
+        pytest.skip(f"no run cgroups can be made on this machine: {problem}")

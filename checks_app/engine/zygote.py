@@ -27,8 +27,9 @@ import os
 import socket
 import sys
 import types
+from typing import NoReturn
 
-from sandboxing.zygote_server import MESSAGE_BYTES, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, prctl, send, serve
+from sandboxing.zygote_server import MESSAGE_BYTES, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, exit_after, prctl, send, serve
 
 MAX_FDS = 8
 FDS = ("go", "progress", "stderr")  # the child's, when it is forked
@@ -37,26 +38,20 @@ NO_JOB_EXIT_CODE = 3  # the worker gave the child up before its job (as sandboxi
 RESULT_WRITTEN = "resultWritten"  # the child's last progress line when its result is complete
 
 
-def _child(_fork: dict, fds: dict[str, int]) -> None:
+def _child(_fork: dict, fds: dict[str, int]) -> NoReturn:
     """A forked child's whole life (sandboxing.zygote_server.run_child's, with the job handed over on `go`): it dies
     with the zygote, writes progress to its stdout and errors to its stderr, waits for its job, caps itself and runs
     the check; whatever it raises goes to stderr (the worker's error tail) with exit code 1. Never returns."""
     import signal
-    import traceback
 
-    code = 1
-    try:
+    def life() -> int:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.dup2(fds["stderr"], 2)
         os.dup2(fds["progress"], 1)
         job, handed = _await_job(fds["go"])
-        code = _check(job, handed)
-    except BaseException:  # noqa: BLE001 - everything goes to the worker as the error tail
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        return _check(job, handed)
+
+    exit_after(life)
 
 
 def _await_job(go_fd: int) -> tuple[dict, dict[str, int]]:

@@ -17,8 +17,7 @@ import pytest
 from checks_app.engine import runner
 from checks_app.engine.runner import RESULT_FILE, run_check_process
 from models_app.conversion.sandbox import ConversionLimits
-from sandboxing import cgroups
-from tests.helpers import poll, sample
+from tests.helpers import poll, sample, skip_without_run_cgroups
 
 pytestmark = pytest.mark.heavy
 
@@ -29,9 +28,7 @@ LIMITS = ConversionLimits(memory_mb=1536)  # a zygote of these tests' own
 
 @pytest.fixture(autouse=True)
 def _cgroups_available():
-    problem, _ = cgroups.describe()
-    if problem:
-        pytest.skip(f"no run cgroups can be made on this machine: {problem}")
+    skip_without_run_cgroups()
 
 
 @pytest.fixture

@@ -9,10 +9,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sandboxing import cgroups
 from tests.e2e.stack import Stack
 from tests.e2e.test_sandbox_seccomp_e2e import _run_cgroup_folders
-from tests.helpers import poll
+from tests.helpers import poll, skip_without_run_cgroups
 
 pytestmark = pytest.mark.e2e
 
@@ -25,9 +24,7 @@ def _catches_sigterm(pid: int) -> bool:
 
 
 def test_a_stopped_worker_leaves_no_spare_cgroup_and_a_killed_ones_goes_at_the_next_start(tmp_path):
-    problem, _ = cgroups.describe()
-    if problem:
-        pytest.skip(f"no run cgroups can be made on this machine: {problem}")
+    skip_without_run_cgroups()
     stack = Stack(tmp_path)
     stack.migrate()
     try:

@@ -12,7 +12,7 @@ from sandboxing import cgroups
 from tests.edit_service.conftest import MODEL_ID
 from tests.edit_service.test_api import EditService
 from tests.edit_service.test_hardening import SLEEPING
-from tests.helpers import poll
+from tests.helpers import poll, skip_without_run_cgroups
 
 pytestmark = pytest.mark.e2e
 
@@ -39,9 +39,7 @@ def _run_until_the_service_dies(service: EditService, path: str) -> None:
 
 
 def test_a_run_cgroup_left_by_a_service_killed_with_9_is_gone_after_its_restart(tmp_path):
-    problem, _ = cgroups.describe()
-    if problem:
-        pytest.skip(f"no run cgroups can be made on this machine: {problem}")
+    skip_without_run_cgroups()
     (tmp_path / "models" / MODEL_ID).mkdir(parents=True)
     service = EditService(tmp_path).start()
     restarted = None

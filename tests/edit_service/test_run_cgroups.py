@@ -14,6 +14,7 @@ import psutil
 import pytest
 
 from sandboxing import cgroups
+from tests.helpers import skip_without_run_cgroups
 
 ROOT = Path(__file__).resolve().parents[2]
 # an owner process: makes a run cgroup, starts a sandboxed `sleep` in it (the services' exec chain and filter), prints
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OWNER = textwrap.dedent("""
     import json, os, subprocess, sys
     from sandboxing import bwrap, cgroups, seccomp
-    from tests.helpers import poll
+    from tests.helpers import poll, skip_without_run_cgroups
     cgroup = cgroups.create(16, 64 * 1024 * 1024)
     filter_fd = seccomp.program_fd()
     sandbox = bwrap.command("bwrap", program=["sleep", "600"], mounts=[], workdir="/", env={"PATH": "/usr/bin:/bin"})
@@ -35,9 +36,7 @@ OWNER = textwrap.dedent("""
 
 @pytest.fixture(autouse=True)
 def writable_cgroups():
-    problem, _ = cgroups.describe()
-    if problem:
-        pytest.skip(f"no run cgroups can be made on this machine: {problem}")
+    skip_without_run_cgroups()
 
 
 @pytest.fixture
