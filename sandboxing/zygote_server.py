@@ -21,6 +21,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 MESSAGE_BYTES = 4096
 GO = b"g"  # the worker has moved the child into its cgroup: the child may read its input
+NO_GO_EXIT_CODE = 3  # the worker gave the child up before its go: it ends without reading anything
 
 
 def prctl(option: int, value: int) -> None:
@@ -54,14 +55,21 @@ def await_go(job: dict, fds: dict[str, int], stdout: str) -> None:
     """The start of a child: it dies with the zygote, writes stdout to the descriptor named `stdout` and stderr to
     "stderr", waits on "go" until the worker has moved it into its cgroup (exits 3 when the worker gave up), then
     caps its CPU time (job["cpu_seconds"]) and, without a cgroup, its address space (job["memory_bytes"])."""
-    import resource
     import signal
 
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     os.dup2(fds["stderr"], 2)
     os.dup2(fds[stdout], 1)
     if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
-        os._exit(3)
+        os._exit(NO_GO_EXIT_CODE)
+    cap_self(job)
+
+
+def cap_self(job: dict) -> None:
+    """Caps the calling child's CPU time (job["cpu_seconds"]) and, without a cgroup, its address space
+    (job["memory_bytes"]); 0 or absent: no cap."""
+    import resource
+
     if job.get("cpu_seconds"):
         resource.setrlimit(resource.RLIMIT_CPU, (job["cpu_seconds"], job["cpu_seconds"]))
     if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least

@@ -319,7 +319,8 @@ def _pending(control: socket.socket | None) -> bool:
 
 
 def _fresh_spare(zygote: CheckZygote, deadline: float) -> _Spare:
-    """A child made for this check now, by its running zygote (no usable spare)."""
+    """A child made for this check now, by its running zygote (no usable spare). Apart from _fork_spare, which the
+    idle refill calls too, so that a check's own forks can be told (and counted by the tests) from the spares."""
     return _fork_spare(zygote, deadline)
 
 

@@ -29,12 +29,21 @@ import sys
 import types
 from typing import NoReturn
 
-from sandboxing.zygote_server import MESSAGE_BYTES, PR_SET_DUMPABLE, PR_SET_PDEATHSIG, exit_after, prctl, send, serve
+from sandboxing.zygote_server import (
+    MESSAGE_BYTES,
+    NO_GO_EXIT_CODE,
+    PR_SET_DUMPABLE,
+    PR_SET_PDEATHSIG,
+    cap_self,
+    exit_after,
+    prctl,
+    send,
+    serve,
+)
 
 MAX_FDS = 8
 FDS = ("go", "progress", "stderr")  # the child's, when it is forked
 JOB_FDS = ("ifc", "job", "out")  # handed over with its job on `go`
-NO_JOB_EXIT_CODE = 3  # the worker gave the child up before its job (as sandboxing.zygote_server.await_go)
 RESULT_WRITTEN = "resultWritten"  # the child's last progress line when its result is complete
 
 
@@ -57,20 +66,15 @@ def _child(_fork: dict, fds: dict[str, int]) -> NoReturn:
 def _await_job(go_fd: int) -> tuple[dict, dict[str, int]]:
     """Waits on `go` for the job and its descriptors (the worker has moved this process into its cgroup by then),
     then caps the CPU time (job["cpu_seconds"]) and, without a cgroup, the address space (job["memory_bytes"])."""
-    import resource
-
     go = socket.socket(fileno=go_fd)
     message, fds, _, _ = socket.recv_fds(go, MESSAGE_BYTES, len(JOB_FDS))
     if not message:  # the worker gave this child up
-        os._exit(NO_JOB_EXIT_CODE)
+        os._exit(NO_GO_EXIT_CODE)
     if len(fds) != len(JOB_FDS):
         raise RuntimeError(f"the job came with {len(fds)} descriptors, not {len(JOB_FDS)}")
     go.close()
     job = json.loads(message)
-    if job.get("cpu_seconds"):
-        resource.setrlimit(resource.RLIMIT_CPU, (job["cpu_seconds"], job["cpu_seconds"]))
-    if job.get("memory_bytes"):  # no cgroup (the operator's choice): a per-process cap at least
-        resource.setrlimit(resource.RLIMIT_AS, (job["memory_bytes"], job["memory_bytes"]))
+    cap_self(job)
     return job, dict(zip(JOB_FDS, fds))
 
 
