@@ -36,7 +36,7 @@ from ifctester import facet as ifctester_facet
 from ifctester import ids as ifctester_ids
 
 from checks_app.engine.ids_index import Evaluation, ModelIndex
-from checks_app.engine.xsd_patterns import compile_xsd_pattern, compiled_pattern_matches
+from checks_app.engine.xsd_patterns import compile_xsd_pattern, compiled_pattern_matches, full_matcher
 
 EPSILON = Decimal("0.000001")
 BOUNDS = ("minInclusive", "minExclusive", "maxInclusive", "maxExclusive")
@@ -104,6 +104,10 @@ class SimpleValue:
 
     __hash__ = None
 
+    def text_matcher(self) -> Callable[[str], bool]:
+        """text -> self == text, for many texts (ids_index)."""
+        return self.text.__eq__
+
     def __bool__(self):
         return bool(self.text)
 
@@ -148,6 +152,14 @@ class Restriction(ifctester_facet.Restriction):
             patterns = [compile_xsd_pattern(pattern) for pattern in _as_list(self.options.get("pattern", []))]
             found = self.__dict__["_compiled"] = (patterns, set(self.options) == {"pattern"})
         return found
+
+    def text_matcher(self) -> Callable[[str], bool] | None:
+        """text -> self == text, for many texts (ids_index), when patterns are the only constraint; else None."""
+        patterns, patterns_only = self._patterns()
+        if not (patterns and patterns_only):
+            return None
+        matchers = [full_matcher(pattern) for pattern in patterns]
+        return matchers[0] if len(matchers) == 1 else lambda text: all(matches(text) for matches in matchers)
 
     def _rest(self, real: bool) -> ifctester_facet.Restriction:
         """ifctester's restriction of the constraints not decided here (made once per restriction)."""

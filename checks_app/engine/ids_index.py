@@ -37,12 +37,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import ifcopenshell
+import ifcopenshell.ifcopenshell_wrapper
 import ifcopenshell.util.classification
 import ifcopenshell.util.element
 from ifctester import facet as ifctester_facet
 
 UNCACHED = object()  # a key that says: ask the facet about this element directly
-INVERSE = 2  # ifcopenshell's attribute category of an inverse attribute
+INVERSE, DERIVED = 2, 3  # ifcopenshell's attribute categories of an inverse and a derived attribute
 
 
 @dataclass
@@ -113,11 +114,12 @@ COMMON_ATTRIBUTES = ("Name", "Description", "GlobalId", "ObjectType", "Tag", "Lo
 
 
 def warm_up() -> None:
-    """What the index keeps per process and can know before a model: the classes of the common attributes (the check
-    zygote calls this before it forks checks)."""
+    """What the index keeps per process and can know before a model: the classes of the common attributes and the
+    attribute's place in each (the check zygote calls this before it forks checks)."""
     for schema in SCHEMAS:
         for attribute in COMMON_ATTRIBUTES:
-            _classes_declaring(schema, attribute)
+            for ifc_class in _classes_declaring(schema, attribute):
+                _place_in_subclasses(schema, ifc_class, attribute)
 
 
 @functools.cache
@@ -127,6 +129,35 @@ def _classes_declaring(schema: str, attribute: str) -> tuple[str, ...]:
     recorder = _ClassRecorder(schema)
     ifctester_facet.Attribute(attribute).filter(recorder, None)
     return tuple(recorder.classes)
+
+
+def _declared_place(declaration, attribute: str) -> tuple:
+    """_attribute_place of an element of the class, read from the class's declaration: an element made to ask would
+    take one of ifcopenshell's instance identities, the hashes of the elements of a model opened after it (and so the
+    order of ifctester's IFC2X3 sets of elements)."""
+    names = [declared.name() for declared in declaration.all_attributes()]
+    if attribute in names:
+        index = names.index(attribute)
+        if declaration.derived()[index]:
+            return DERIVED, -1, False
+        return 1, index, declaration.argument_types()[index] != "LOGICAL"
+    if any(inverse.name() == attribute for inverse in declaration.all_inverse_attributes()):
+        return INVERSE, -1, False
+    return 0, -1, False
+
+
+@functools.cache
+def _place_in_subclasses(schema: str, ifc_class: str, attribute: str) -> tuple | None:
+    """The attribute's place (_declared_place) in every class an element of by_type(ifc_class) can be (the class and
+    its subclasses that are not abstract) when it is the same in all, else None; once per process."""
+    places = set()
+    declarations = [ifcopenshell.ifcopenshell_wrapper.schema_by_name(schema).declaration_by_name(ifc_class)]
+    while declarations:
+        declaration = declarations.pop()
+        declarations.extend(declaration.subtypes())
+        if not declaration.is_abstract():
+            places.add(_declared_place(declaration, attribute))
+    return places.pop() if len(places) == 1 else None
 
 
 class _ClassRecorder:
@@ -181,6 +212,7 @@ class ModelIndex:
         self.hops: dict[tuple, object] = {}  # (relation, element id) -> first related entity
         self.name_matches: dict[tuple, bool] = {}  # (id(facet), pset name) -> the facet's propertySet matches it
         self.candidates: dict[tuple, list] = {}
+        self.candidate_values: dict[str, tuple] = {}  # attribute -> (its facet's candidates, the attribute of each)
 
     # --- evaluation ---------------------------------------------------------------------------------------------
 
@@ -219,9 +251,23 @@ class ModelIndex:
 
     def _attribute_candidates(self, facet) -> list:
         """What ifctester's attribute facet filters a model to: the elements of each class declaring the attribute
-        (subtypes included), in its order of the classes, which depends on the schema only (kept per process)."""
-        by_type = self.ifc.by_type
-        return [element for ifc_class in _classes_declaring(self.ifc.schema_identifier, facet.name) for element in by_type(ifc_class)]
+        (subtypes included), in its order of the classes, which depends on the schema only (kept per process). When
+        the attribute is text as it is in every class they can be (_place_in_subclasses), their values are read in
+        the same sweep, by each declaring class's index of it, and kept with them (see _attribute_values)."""
+        schema, candidates, values = self.ifc.schema_identifier, [], []
+        for ifc_class in _classes_declaring(schema, facet.name):
+            elements = self.ifc.by_type(ifc_class)
+            if not elements:
+                continue
+            candidates += elements
+            place = _place_in_subclasses(schema, ifc_class, facet.name)
+            if values is not None and place is not None and place[0] == 1 and place[2]:
+                values += map(ifcopenshell.entity_instance.get_argument, elements, itertools.repeat(place[1]))
+            else:
+                values = None
+        if values is not None:
+            self.candidate_values[facet.name] = (candidates, values)
+        return candidates
 
     def passing(self, facet, elements: list) -> list:
         """The elements the facet passes, in order."""
@@ -232,37 +278,58 @@ class ModelIndex:
 
     def _passing_attribute(self, facet, elements: list, ask: Callable) -> list:
         """passing() of an attribute facet naming one attribute, in bulk (an attribute-only applicability asks it of
-        tens of thousands of named entities): each element's class and then its attribute, by the class's index of
-        it, read through ifcopenshell's methods themselves in one sweep each, and whether a text passes kept per
-        text; the outcomes are ask's, for the same keys (_attribute_key). Classes where the attribute is not text as
-        it is (not a forward attribute, a LOGICAL) are asked one element at a time."""
-        classes = list(map(ifcopenshell.entity_instance.is_a, elements))
-        indexes = {}
-        for ifc_class, element in dict(zip(classes, elements)).items():
-            category, index, takes_text = self._place_of(ifc_class, facet.name, element)
-            if category != 1 or not takes_text:
-                return [element for element in elements if ask(element)]
-            indexes[ifc_class] = index
-        values = list(map(ifcopenshell.entity_instance.get_argument, elements, map(indexes.__getitem__, classes)))
+        tens of thousands of named entities): the attribute of each element (_attribute_values), whether a text
+        passes decided once per text (by the facet's value's own matcher when it has one, see text_matcher in
+        ids_engine) and kept, and the other values (empty, null, ...) once per key through ask's outcomes for the same
+        keys (_attribute_key). When the attribute is not text as it is in some class (not a forward attribute, a
+        LOGICAL), the elements are asked one at a time."""
+        values = self._attribute_values(facet.name, elements)
+        if values is None:
+            return [element for element in elements if ask(element)]
         passes = self.text_passes.setdefault(id(facet), {})  # text -> whether it passes
-        prohibited = facet.cardinality == "prohibited"
-        for text in {value for value in values if value.__class__ is str}.difference(passes, ("",)):
-            passes[text] = _text_matches(facet, text) is not prohibited
+        texts = {value for value in values if value.__class__ is str}.difference(passes, ("",))
+        if texts:
+            matcher = getattr(facet.value, "text_matcher", None) if facet.value else None
+            matches = (matcher() if matcher is not None else None) or functools.partial(_text_matches, facet)
+            prohibited = facet.cardinality == "prohibited"
+            for text in texts:
+                passes[text] = matches(text) is not prohibited
         passed = [passes.get(value) if value.__class__ is str else None for value in values]
         keyed, verdicts = self.keyed_askers[id(facet)], {}  # verdicts: key -> whether it passes (this sweep)
         for position in [position for position, verdict in enumerate(passed) if verdict is None]:  # "", null, ...
-            key = _attribute_value_key(classes[position], values[position], True)
+            element = elements[position]
+            key = _attribute_value_key(element.is_a(), values[position], True)
             verdict = verdicts.get(key) if key is not UNCACHED else None
             if verdict is None:
-                verdict = bool(keyed(elements[position], key))
+                verdict = bool(keyed(element, key))
                 if key is not UNCACHED:
                     verdicts[key] = verdict
             passed[position] = verdict
-        return [element for element, verdict in zip(elements, passed) if verdict]
+        return list(itertools.compress(elements, passed))
+
+    def _attribute_values(self, name: str, elements: list) -> list | None:
+        """The attribute of each element: those read with the candidates when the elements are they, else each
+        element's class and then its attribute by the class's index of it, in one sweep each; None when the
+        attribute is not text as it is in one of their classes."""
+        found = self.candidate_values.get(name)
+        if found is not None and found[0] is elements:
+            return found[1]
+        classes = list(map(ifcopenshell.entity_instance.is_a, elements))
+        indexes = {}
+        for ifc_class, element in dict(zip(classes, elements)).items():
+            category, index, takes_text = self._place_of(ifc_class, name, element)
+            if category != 1 or not takes_text:
+                return None
+            indexes[ifc_class] = index
+        return list(map(ifcopenshell.entity_instance.get_argument, elements, map(indexes.__getitem__, classes)))
 
     def _candidates_key(self, facet):
         if isinstance(facet, ifctester_facet.Entity):
-            return ("entity", str(facet.name), str(facet.predefinedType)) if isinstance(facet.name, str) and not facet.predefinedType else None
+            if facet.predefinedType:
+                return None
+            if isinstance(facet.name, ifctester_facet.Restriction):  # the same constraints find the same classes
+                return "entity", type(facet.name), facet.name.base, repr(facet.name.options)
+            return ("entity", str(facet.name)) if isinstance(facet.name, str) else None
         if isinstance(facet, ifctester_facet.Attribute):
             return ("attribute", facet.name) if isinstance(facet.name, str) else None
         for kind in (ifctester_facet.Property, ifctester_facet.Classification, ifctester_facet.Material, ifctester_facet.PartOf):

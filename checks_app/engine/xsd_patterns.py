@@ -15,6 +15,7 @@ Python's `\\w` is not XSD's either: XSD's excludes "_" and includes symbols such
 from __future__ import annotations
 
 import functools
+from typing import Callable
 
 import re2
 from elementpath.regex import RegexError, translate_pattern
@@ -83,6 +84,21 @@ def compile_xsd_pattern(pattern: str):
 def xsd_pattern_matches(pattern: str, value: str) -> bool:
     """Whether the whole value matches the XSD pattern."""
     return compiled_pattern_matches(compile_xsd_pattern(pattern), value)
+
+
+def full_matcher(compiled) -> Callable[[str], bool]:
+    """text -> compiled_pattern_matches(compiled, text), for many texts: RE2's own match of the text's UTF-8 bytes,
+    without pyre2's Python wrapper around it (~1 µs a text, which finds the match's position in characters)."""
+    match, both, no_match = compiled._regexp.Match, re2._Anchor.ANCHOR_BOTH, (-1, -1)
+
+    def matches(text: str) -> bool:
+        try:
+            encoded = text.encode()
+        except UnicodeEncodeError:  # a lone surrogate in the value: not XML text, matches no pattern
+            return False
+        return match(both, encoded, 0, len(encoded))[0] != no_match
+
+    return matches
 
 
 def compiled_pattern_matches(compiled, value: str) -> bool:

@@ -15,12 +15,13 @@ import ifcopenshell
 import ifcopenshell.api.pset
 import ifcopenshell.api.root
 import ifcopenshell.guid
+import ifcopenshell.ifcopenshell_wrapper
 import ifcopenshell.util.element
 import ifcopenshell.util.placement
 import pytest
 from ifctester import facet as ifctester_facet
 
-from checks_app.engine import ids_engine, runner
+from checks_app.engine import ids_engine, ids_index, runner
 from checks_app.engine.ids_engine import IdsSource, check_model, load_ids
 from checks_app.engine.ids_index import ModelIndex
 from models_app.public import ConversionLimits
@@ -330,3 +331,55 @@ def test_an_entity_facet_finds_the_elements_of_several_classes_in_one_order(sche
     if schema == "IFC4":  # ifctester's own facet follows the order of file.types()
         theirs = ifctester_facet.Entity(facet.name)
         assert [e.id() for e in theirs.filter(ifc, None)] != [e.id() for e in theirs.filter(_TypesReversed(ifc), None)]
+
+
+@pytest.mark.parametrize("name", ["duplex.ifc", "AC20-FZK-Haus.ifc"])
+def test_an_attribute_facet_passes_in_bulk_the_candidates_it_read_with_their_values(name):
+    """The candidates of an attribute-only applicability are read with the attribute of each (by each declaring
+    class's index of it, see ids_index._place_in_subclasses) and passed in bulk: the same elements in the same order as
+    the facet's own answers, for text, null, enumerations and a restriction, required, optional and prohibited."""
+    ifc = ifcopenshell.open(str(sample(name)))
+    checked = 0
+    for attribute, value in (("Name", None), ("Name", ifctester_facet.Restriction({"pattern": "Window .*|.*[Ww]all.*"})), ("Description", None),
+                             ("ObjectType", "Wall"), ("Tag", ifctester_facet.Restriction({"pattern": "[0-9]+"})), ("PredefinedType", "NOTDEFINED"),
+                             ("GlobalId", ifctester_facet.Restriction({"pattern": "[0-9A-Za-z_$]{22}"}))):
+        for cardinality in ("required", "optional", "prohibited"):
+            facet = ids_engine._corrected(ifctester_facet.Attribute(attribute, value, cardinality))
+            index = ModelIndex(ifc)
+            candidates = index.filter(facet, None)
+            assert attribute not in index.candidate_values or index.candidate_values[attribute][0] is candidates
+            checked += attribute in index.candidate_values
+            expected = [element for element in candidates if facet(element)]
+            assert index.passing(facet, candidates) == expected, (attribute, value, cardinality)
+            assert index.passing(facet, candidates) == expected  # again, from the outcomes kept
+    assert checked >= 15  # the attributes read with the candidates (not one by one)
+
+
+def test_an_attributes_place_read_from_the_schema_is_the_one_an_element_of_the_class_answers():
+    """ids_index._declared_place (no element made) against ids_index._attribute_place of an element of each class of
+    each schema, for every attribute of the class (forward, derived, inverse) and a name it does not have."""
+    differing = []
+    for schema in ids_index.SCHEMAS:
+        for declaration in ifcopenshell.ifcopenshell_wrapper.schema_by_name(schema).entities():
+            if declaration.is_abstract():
+                continue
+            element = ifcopenshell.create_entity(declaration.name(), schema=schema)
+            names = {attribute.name() for attribute in (*declaration.all_attributes(), *declaration.all_inverse_attributes())}
+            for attribute in sorted(names | {"Name", "NoSuchAttribute"}):
+                if ids_index._declared_place(declaration, attribute) != ids_index._attribute_place(element, attribute):
+                    differing.append((schema, declaration.name(), attribute))
+    assert differing == []
+
+
+def test_a_values_text_matcher_answers_as_the_value_compares():
+    """text_matcher of a simple value and of a restriction of patterns (RE2's match without pyre2's wrapper, see
+    xsd_patterns.full_matcher) against the value's own comparison; a restriction of other constraints has none."""
+    texts = ["Window 1", "Window ", "window 1", "Window 1\n", "\nWindow 1", "Window ü€𝄞", "Window \ud800", "", "W", "Wall 12", "12"]
+    values = [ids_engine.SimpleValue("Window 1"), ids_engine.Restriction({"pattern": "Window .*"}),
+              ids_engine.Restriction({"pattern": ["Window .*", ".*[0-9]"]}), ids_engine.Restriction({"pattern": "[\\w ]+"}),
+              ids_engine.Restriction({"pattern": "(W|Wa)[a-z]*\\s?\\d*"})]
+    for value in values:
+        matches = value.text_matcher()
+        assert [matches(text) for text in texts] == [value == text for text in texts], value
+    assert ids_engine.Restriction({"pattern": "W.*", "maxLength": "3"}).text_matcher() is None
+    assert ids_engine.Restriction({"enumeration": ["W"]}).text_matcher() is None
