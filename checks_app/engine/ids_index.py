@@ -212,6 +212,10 @@ class ModelIndex:
         self.hops: dict[tuple, object] = {}  # (relation, element id) -> first related entity
         self.name_matches: dict[tuple, bool] = {}  # (id(facet), pset name) -> the facet's propertySet matches it
         self.candidates: dict[tuple, list] = {}
+        self.own_psets: dict[int, list] | None = None  # element id -> [(name, property set)] (see _own_psets)
+        self.pset_kinds: dict[str, str | None] = {}  # class -> how it has property sets (see _pset_kind)
+        self.type_references: dict[int, tuple] = {}  # type id -> its own references
+        self.type_materials: dict[int, object] = {}  # type id -> its own material (see _material)
         self.candidate_values: dict[str, tuple] = {}  # attribute -> (its facet's candidates, the attribute of each)
 
     # --- evaluation ---------------------------------------------------------------------------------------------
@@ -418,40 +422,86 @@ class ModelIndex:
         related = self.relations.get(relation)
         if related is None:
             related = self.relations[relation] = {}
-            relationships = self.ifc.by_type(relation)
-            ids = list(map(ifcopenshell.entity_instance.id, relationships))
-            if any(map(operator.gt, ids, ids[1:])):  # subtypes follow their supertype's relationships
-                relationships = [relationship for _, relationship in sorted(zip(ids, relationships), key=operator.itemgetter(0))]
+            relationships = self._relationships(relation)
             # RelatedObjects / RelatedElements of each
             for relationship, elements in zip(relationships, map(ifcopenshell.entity_instance.get_argument, relationships, itertools.repeat(4))):
                 for element_id in map(ifcopenshell.entity_instance.id, elements or ()):
                     related.setdefault(element_id, []).append(relationship)
         return related.get(element.id(), [])
 
+    def _relationships(self, relation: str) -> list:
+        """The relationships of a class (subtypes included) in id order, the order of the inverses that list them."""
+        relationships = self.ifc.by_type(relation)
+        ids = list(map(ifcopenshell.entity_instance.id, relationships))
+        if any(map(operator.gt, ids, ids[1:])):  # subtypes follow their supertype's relationships
+            relationships = [relationship for _, relationship in sorted(zip(ids, relationships), key=operator.itemgetter(0))]
+        return relationships
+
+    def _own_psets(self) -> dict:
+        """element id -> [(name, property set)] of the sets its IfcRelDefinesByProperties relate it to, in the order
+        of its IsDefinedBy (the members of a set definition set in their order), read in one sweep over those
+        relationships (once per model, when a property facet first asks)."""
+        if self.own_psets is None:
+            own: dict[int, list] = {}
+            relationships = self._relationships("IfcRelDefinesByProperties")
+            argument = ifcopenshell.entity_instance.get_argument
+            # RelatingPropertyDefinition, RelatedObjects
+            for definition, elements in zip(map(argument, relationships, itertools.repeat(5)), map(argument, relationships, itertools.repeat(4))):
+                members = definition.wrappedValue if self._is(definition, "IfcPropertySetDefinitionSet") else (definition,)
+                named = [(argument(member, 2), member) for member in members]  # (Name, the set)
+                for element_id in map(ifcopenshell.entity_instance.id, elements or ()):
+                    if element_id in own:
+                        own[element_id] += named
+                    else:
+                        own[element_id] = list(named)
+            self.own_psets = own
+        return self.own_psets
+
     def _references(self, element):
-        """What ifcopenshell's get_references reads of an object: its type's references (a function of the type) and
-        its own, in the order of its associations (the order its set of references is built in); other elements
-        (materials, references, ...) read theirs another way: asked directly."""
+        """What ifcopenshell's get_references reads of an object: its type's references and its own, each in the
+        order of the associations (the order its sets of references are built in), by which alone the classification
+        facet decides; other elements (materials, references, ...) read theirs another way: asked directly."""
         if not self._is(element, "IfcRoot"):
             return UNCACHED
         element_type = self._type(element) if self._is(element, "IfcObject") else None
-        own = tuple(rel[5] for rel in self._related(element, "IfcRelAssociatesClassification", "HasAssociations"))  # RelatingClassification
-        return "references", element_type if element_type is not element else None, own
+        return "references", self._type_references(element_type) if element_type is not None and element_type is not element else (), \
+            self._own_references(element)
+
+    def _own_references(self, element) -> tuple:
+        return tuple(rel[5] for rel in self._related(element, "IfcRelAssociatesClassification", "HasAssociations"))  # RelatingClassification
+
+    def _type_references(self, element_type) -> tuple:
+        """A type's own references (_own_references), once per type."""
+        found = self.type_references.get(element_type.id())
+        if found is None:
+            found = self.type_references[element_type.id()] = self._own_references(element_type)
+        return found
 
     def _material(self, element):
-        """What ifcopenshell's get_material (usages skipped) reads: the material of the element's first material
-        association (the set of a set usage: the walls of one layer set share it), else its type's (when the type
-        has associations)."""
+        """What ifcopenshell's get_material (usages skipped) finds, by which alone the material facet decides: the
+        material of the element's first material association (the set of a set usage: the walls of one layer set
+        share it), else its type's (the type's own, once per type); None for none."""
+        material = self._associated_material(element)
+        if material is None:
+            element_type = self._type(element)
+            if element_type is not None and element_type is not element:
+                type_id = element_type.id()
+                material = self.type_materials.get(type_id, UNCACHED)
+                if material is UNCACHED:
+                    material = self.type_materials[type_id] = self._associated_material(element_type)
+        return "material", material
+
+    def _associated_material(self, element):
+        """The material of the element's first material association, the set of a set usage; None for none."""
         own = self._related(element, "IfcRelAssociatesMaterial", "HasAssociations")
-        if own:
-            material = own[0][5]  # RelatingMaterial
-            if self._is(material, "IfcMaterialLayerSetUsage"):
-                return "own", material.ForLayerSet
-            if not self.ifc2x3 and self._is(material, "IfcMaterialProfileSetUsage"):
-                return "own", material.ForProfileSet
-            return "own", material
-        element_type = self._type(element)
-        return "type", element_type if element_type is not element else None
+        if not own:
+            return None
+        material = own[0][5]  # RelatingMaterial
+        if self._is(material, "IfcMaterialLayerSetUsage"):
+            return material.ForLayerSet
+        if not self.ifc2x3 and self._is(material, "IfcMaterialProfileSetUsage"):
+            return material.ForProfileSet
+        return material
 
     def _hop(self, facet, element):
         relation = facet.relation
@@ -505,29 +555,38 @@ class ModelIndex:
         if element_id in self.pset_contexts:
             return self.pset_contexts[element_id]
         context = None
-        if self._is(element, "IfcMaterialDefinition") or self._is(element, "IfcProfileDef"):
-            if not self.ifc2x3:  # IFC4+: its own extended property sets, no type (IFC2X3 reads them another way)
-                own = [(definition.Name, definition) for definition in (getattr(element, "HasProperties", None) or ())]
-                own_first: dict = {}
+        kind = self._pset_kind(element)
+        if kind == "extended":  # IFC4+: its own extended property sets, no type
+            own = [(definition.Name, definition) for definition in (getattr(element, "HasProperties", None) or ())]
+            own_first: dict = {}
+            for name, definition in own:
+                own_first.setdefault(name, definition)
+            context = ([], own, {}, own_first)
+        elif kind == "object":
+            element_type = self._type(element)
+            type_psets = self._type_psets(element_type) if element_type is not None else ([], {})
+            if type_psets is not None:
+                own = self._own_psets().get(element_id, [])
+                own_first = {}
                 for name, definition in own:
                     own_first.setdefault(name, definition)
-                context = ([], own, {}, own_first)
-        elif not (self._is(element, "IfcTypeObject") or (self.ifc2x3 and self._is(element, "IfcMaterial"))):
-            if self._has_inverse(element, "IsDefinedBy"):
-                element_type = self._type(element)
-                type_psets = self._type_psets(element_type) if element_type is not None else ([], {})
-                if type_psets is not None:
-                    own = []
-                    for relationship in self._related(element, "IfcRelDefinesByProperties", "IsDefinedBy"):
-                        definition = relationship[5]  # RelatingPropertyDefinition
-                        members = definition.wrappedValue if self._is(definition, "IfcPropertySetDefinitionSet") else (definition,)
-                        own += [(member[2], member) for member in members]  # (Name, the set)
-                    own_first: dict = {}
-                    for name, definition in own:
-                        own_first.setdefault(name, definition)
-                    context = (type_psets[0], own, type_psets[1], own_first)
+                context = (type_psets[0], own, type_psets[1], own_first)
         self.pset_contexts[element_id] = context
         return context
+
+    def _pset_kind(self, element) -> str | None:
+        """How the element's class has its property sets (once per class): "extended" (a material or profile
+        definition, IFC4+), "object" (through IsDefinedBy, and its type), None (read another way: types, IFC2X3
+        materials and profiles, classes without IsDefinedBy)."""
+        ifc_class = element.is_a()
+        if ifc_class not in self.pset_kinds:
+            kind = None
+            if self._is(element, "IfcMaterialDefinition") or self._is(element, "IfcProfileDef"):
+                kind = None if self.ifc2x3 else "extended"
+            elif not (self._is(element, "IfcTypeObject") or (self.ifc2x3 and self._is(element, "IfcMaterial"))):
+                kind = "object" if self._has_inverse(element, "IsDefinedBy") else None
+            self.pset_kinds[ifc_class] = kind
+        return self.pset_kinds[ifc_class]
 
     def _type_psets(self, element_type):
         """A type's property sets [(name, definition)] and the first of each name, once per type; None for a type

@@ -217,6 +217,11 @@ def test_relationships_read_once_for_the_model_are_each_elements_inverses_in_the
             expected = [rel for rel in getattr(element, inverse, None) or () if rel.is_a(relation)]
             assert index._related(element, relation, inverse) == expected, (element, relation)
             compared += len(expected)
+        if index._has_inverse(element, "IsDefinedBy"):  # its own property sets, read in one sweep (_own_psets)
+            definitions = [rel.RelatingPropertyDefinition for rel in element.IsDefinedBy if rel.is_a("IfcRelDefinesByProperties")]
+            members = [member for definition in definitions
+                       for member in (definition.wrappedValue if definition.is_a("IfcPropertySetDefinitionSet") else (definition,))]
+            assert index._own_psets().get(element.id(), []) == [(member.Name, member) for member in members], element
     assert compared > 0
     if model.startswith("IFC"):
         wall = ifc.by_id(1)
@@ -383,3 +388,21 @@ def test_a_values_text_matcher_answers_as_the_value_compares():
         assert [matches(text) for text in texts] == [value == text for text in texts], value
     assert ids_engine.Restriction({"pattern": "W.*", "maxLength": "3"}).text_matcher() is None
     assert ids_engine.Restriction({"enumeration": ["W"]}).text_matcher() is None
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_material_and_classification_facets_answer_by_what_they_find_as_one_by_one(name):
+    """The material facet keyed by the material ifcopenshell's get_material finds, the classification facet by the
+    type's references and the element's own: each object's outcome is the facet's own answer about it."""
+    ifc = ifcopenshell.open(str(sample(name)))
+    facets = [ifctester_facet.Material(), ifctester_facet.Material("Concrete"), ifctester_facet.Material(cardinality="prohibited"),
+              ifctester_facet.Classification(), ifctester_facet.Classification(system="Uniclass 2015"),
+              ifctester_facet.Classification(value=ifctester_facet.Restriction({"pattern": "EF_.*"}), cardinality="optional")]
+    index = ModelIndex(ifc)
+    elements = ifc.by_type("IfcObjectDefinition")
+    for facet in map(ids_engine._corrected, facets):
+        ask = index.asker(facet)
+        for element in elements:
+            mine, theirs = ask(element), facet(element)
+            assert (bool(mine), mine.reason) == (bool(theirs), theirs.reason), (facet, element)
+        assert len(index.keyed_askers) and len({index._key_function(facet)(element) for element in elements}) < len(elements) / 3
