@@ -19,7 +19,9 @@ from pathlib import Path
 from sandboxing.capped_main import capped_main
 
 MEMORY_EXIT_CODE = 3
-UNRUNNABLE_IDS_EXIT_CODE = 4  # an IDS stored before its patterns were checked at upload holds one RE2 cannot run
+# the IDS cannot be run, the same way every time: a pattern RE2 cannot run (stored before patterns were checked at
+# upload), or a document ifctester cannot read (the upload's libxml2 validation lets through what the XSD allows)
+UNRUNNABLE_IDS_EXIT_CODE = 4
 
 
 def report(phase: str, percent: float) -> None:
@@ -34,11 +36,28 @@ def main(argv=None) -> int:
     return capped_main(parser, argv, lambda args: check_files(args.ifc, args.job, args.out), "the check", MEMORY_EXIT_CODE)
 
 
+class IdsUnreadable(Exception):
+    """ifctester cannot read an IDS document (valid against the XSD: the upload's validation let it through)."""
+
+
+def _read_ids(source):
+    """The IDS document as the engine reads it (ids_engine.load_ids); IdsUnreadable when ifctester cannot."""
+    from checks_app.engine.ids_engine import load_ids
+    from checks_app.engine.xsd_patterns import PatternUnsupported
+
+    try:
+        return load_ids(source.xml)
+    except PatternUnsupported:
+        raise
+    except Exception as exc:  # noqa: BLE001 - said as the upload's validation says it
+        raise IdsUnreadable(f"the IDS file {source.name} cannot be read: {type(exc).__name__}: {exc}") from None
+
+
 def check_files(ifc_path: Path, job_path: Path, out_path: Path) -> int:
     """Checks the IFC at ifc_path as the job at job_path says, writes the result to out_path; the exit code."""
     import ifcopenshell
 
-    from checks_app.engine.ids_engine import IdsSource, check_model
+    from checks_app.engine.ids_engine import IdsSource, check_loaded
     from checks_app.engine.overrides import apply_overrides
     from checks_app.engine.xsd_patterns import PatternUnsupported
 
@@ -56,13 +75,18 @@ def check_files(ifc_path: Path, job_path: Path, out_path: Path) -> int:
         overrides = {"included": True, **apply_overrides(ifc, job["overrides"])}
     report("checking", 20)
     try:
-        result = check_model(ifc, sources, on_progress=lambda done, total: report("checking", 20 + 75 * done / max(total, 1)))
+        documents = [(source, _read_ids(source)) for source in sources]
+        result = check_loaded(ifc, documents, on_progress=lambda done, total: report("checking", 20 + 75 * done / max(total, 1)))
     except PatternUnsupported as exc:
         sys.stderr.write(f"the IDS cannot be checked: {exc}\n")
         return UNRUNNABLE_IDS_EXIT_CODE
+    except IdsUnreadable as exc:
+        sys.stderr.write(f"{exc}\n")
+        return UNRUNNABLE_IDS_EXIT_CODE
     result["overrides"] = overrides or {"included": False}
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))  # dump() would encode in Python: ~5x slower
     with open(out_path, "w", encoding="utf-8") as handle:
-        json.dump(result, handle, ensure_ascii=False, separators=(",", ":"))
+        handle.write(text)
     return 0
 
 

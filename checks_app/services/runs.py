@@ -105,8 +105,8 @@ def check_claimed_run(check: Check) -> None:
         message = str(exc.detail) if isinstance(exc, ApplicationError) else f"the check could not run: {exc}"
         jobs.finish(CHECK, check, status=Check.Status.FAILED, error=message[-2048:], progress_phase="", progress_percent=0)
     finally:
+        check_ended_notify()  # the requests waiting for a check (GET ...?waitSeconds=N) read theirs again, meanwhile:
         shutil.rmtree(work_dir, ignore_errors=True)
-        check_ended_notify()  # the requests waiting for a check (GET ...?waitSeconds=N) read theirs again
     logger.info("IDS check %s of %s finished", check.id, check.model_id)
 
 

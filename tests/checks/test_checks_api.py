@@ -1,6 +1,7 @@
 """Checks of a model against IDS files: POST/GET /api/v1/models/{id}/checks[/{checkId}], the cache, overrides, a
 failed check's error, recovery of interrupted checks and bad inputs. The check's child process runs for real."""
 
+import hashlib
 import json
 
 import pytest
@@ -8,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from checks_app import services
-from checks_app.models import Check
+from checks_app.models import Check, IdsDocument, IdsFile
 from issues_app.models import Override
 from models_app.storage import model_dir
 from tests.checks.conftest import EXAMPLE_IDS, WALL_GUIDS, fire_ids, write_walls_ifc
@@ -135,6 +136,21 @@ def test_a_failed_check_shows_its_error(api, make_model, put_ids, start_check):
         assert (response.status_code, response.json()["code"]) == (409, 40900) and "Unsupported schema" in response.json()["message"]
     retried = start_check(model.id, {"ids": ["fire.ids"]}, run=False)
     assert retried["checkId"] != check["checkId"] and retried["status"] == "queued"  # failures are not cached
+
+
+def test_an_ids_ifctester_cannot_read_fails_its_check_for_good(api, make_model, project, start_check):
+    """Uploads are validated against the XSD only (libxml2): a document ifctester cannot read all the same (here one
+    stored as it is, as an earlier version could have) fails its check with the upload's words, and the same request
+    is answered by that failure."""
+    content = fire_ids().decode().replace("<specifications>", "<specifications><specification/>")
+    document = IdsDocument.objects.create(sha256=hashlib.sha256(content.encode()).hexdigest(), content=content, size=len(content), specifications=2)
+    IdsFile.objects.create(project=project, name="broken.ids", document=document)
+    model = make_model()
+    check = start_check(model.id, {"ids": ["broken.ids"]})
+    assert check["status"] == "failed" and check["result"] is None
+    assert "the IDS file broken.ids cannot be read: IdsXmlValidationError" in check["error"], check["error"]
+    again = start_check(model.id, {"ids": ["broken.ids"]}, run=False)
+    assert (again["checkId"], again["cached"]) == (check["checkId"], True)
 
 
 def test_bad_inputs(api, make_model, put_ids, project):
