@@ -362,8 +362,12 @@ def element_guid(element) -> str:
     return getattr(element, "GlobalId", None) or f"#{element.id()}"
 
 
-def _element_fields(element) -> dict:
-    return {"guid": element_guid(element), "name": str(getattr(element, "Name", None) or ""), "type": element.is_a()}
+def _element_fields(element, known: dict) -> dict:
+    """guid, name and type of a failing element, read once per check (known: element id -> its fields)."""
+    found = known.get(element.id())
+    if found is None:
+        found = known[element.id()] = {"guid": element_guid(element), "name": str(getattr(element, "Name", None) or ""), "type": element.is_a()}
+    return found
 
 
 class Locations:
@@ -374,15 +378,28 @@ class Locations:
         self.metres = ifcopenshell.util.unit.calculate_unit_scale(ifc)
         self.matrices: dict[int, object] = {}
         self.rotations: dict[tuple, object] = {}  # (Axis, RefDirection) ratios -> a2p's matrix at the origin
+        self.indexes: dict[tuple, int] = {}  # (class, attribute) -> its argument index, -1 when not a forward one
+
+    def _attribute(self, entity, name: str):
+        """getattr(entity, name, None) (None for no entity), read by the attribute's index in the entity's class,
+        found once per class (ifcopenshell's getattr looks it up again on every read)."""
+        if entity is None:
+            return None
+        key = (entity.is_a(), name)
+        index = self.indexes.get(key)
+        if index is None:
+            index = self.indexes[key] = entity.get_argument_index(name) if entity.get_attribute_category(name) == 1 else -1
+        return entity.get_argument(index) if index >= 0 else getattr(entity, name, None)
 
     def _axis2placement(self, placement):
         """ifcopenshell's get_axis2placement: for a 3D placement at a point, its a2p matrix of the same axes made once
         (the rotation depends on the axes only) with the point's coordinates put in, as a2p puts them."""
-        location = placement.Location if placement.is_a() == "IfcAxis2Placement3D" else None
-        if not (coordinates := getattr(location, "Coordinates", None)):
+        read = self._attribute
+        location = read(placement, "Location") if placement.is_a() == "IfcAxis2Placement3D" else None
+        if not (coordinates := read(location, "Coordinates")):
             return ifcopenshell.util.placement.get_axis2placement(placement)
-        axes = (placement.Axis.DirectionRatios if placement.Axis else (0, 0, 1),
-                placement.RefDirection.DirectionRatios if placement.RefDirection else (1, 0, 0))
+        axis, reference = read(placement, "Axis"), read(placement, "RefDirection")
+        axes = (read(axis, "DirectionRatios") if axis else (0, 0, 1), read(reference, "DirectionRatios") if reference else (1, 0, 0))
         rotation = self.rotations.get(axes)
         if rotation is None:
             rotation = self.rotations[axes] = ifcopenshell.util.placement.a2p((0.0, 0.0, 0.0), np.array(axes[0]), np.array(axes[1]))
@@ -393,15 +410,15 @@ class Locations:
     def _matrix(self, placement):
         if placement.id() not in self.matrices:
             if placement.is_a("IfcLocalPlacement"):
-                local = self._axis2placement(placement.RelativePlacement)
-                parent = placement.PlacementRelTo
+                local = self._axis2placement(self._attribute(placement, "RelativePlacement"))
+                parent = self._attribute(placement, "PlacementRelTo")
                 self.matrices[placement.id()] = self._matrix(parent) @ local if parent is not None else local
             else:
                 self.matrices[placement.id()] = ifcopenshell.util.placement.get_local_placement(placement)
         return self.matrices[placement.id()]
 
     def of(self, element) -> list[float] | None:
-        placement = getattr(element, "ObjectPlacement", None)
+        placement = self._attribute(element, "ObjectPlacement")
         if placement is None:
             return None
         try:
@@ -447,19 +464,24 @@ def _validated(ifc: ifcopenshell.file, specification) -> Evaluation:
 
 
 def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, failure_limit: int = FAILURE_LIMIT,
-                        index: ModelIndex | None = None) -> dict:
-    """One specification's result; evaluated over the model's index when given (ids_index), else by ifctester."""
+                        index: ModelIndex | None = None, fields: dict | None = None) -> dict:
+    """One specification's result; evaluated over the model's index when given (ids_index), else by ifctester.
+    fields: the failing elements' fields already read in this check (element id -> fields), added to."""
+    fields = {} if fields is None else fields
     specification.reset_status()
     specification.check_ifc_version(ifc)
     evaluation = index.evaluate(specification) if index is not None else _validated(ifc, specification)
     applicable = evaluation.applicable
     minimum, maximum = _occurs(specification)
     failures, count = [], 0
+    requirements = specification.requirements
+    applicability = [facet.to_string("applicability") for facet in specification.applicability]
+    sentences = [facet.to_string("requirement", specification, facet) for facet in requirements]
     if maximum == 0:
-        prohibited = "no element may match: " + "; ".join(f.to_string("applicability") for f in specification.applicability)
+        prohibited = "no element may match: " + "; ".join(applicability)
         count = len(applicable)
         failures = [
-            {**_element_fields(element), "requirement": prohibited, "found": "matches the applicability", "expected": "no such element"}
+            {**_element_fields(element, fields), "requirement": prohibited, "found": "matches the applicability", "expected": "no such element"}
             for element in applicable[:failure_limit]
         ]
     else:
@@ -468,15 +490,13 @@ def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, fa
         failing = sorted(((position.get(element, len(position)), facet_index, element, outcome)
                           for element, facet_index, outcome in evaluation.failures), key=lambda item: item[:2])
         count = len(failing)
-        requirements = specification.requirements
-        sentences = [facet.to_string("requirement", specification, facet) for facet in requirements]
         expected = [describe_expected(facet) for facet in requirements]
         found: dict[int, str] = {}  # id(outcome) -> words: outcomes are shared by the elements of one index key
         for _, facet_index, element, outcome in failing[:failure_limit]:
             if id(outcome) not in found:
                 found[id(outcome)] = describe_found(requirements[facet_index], outcome.reason)
             failures.append({
-                **_element_fields(element),
+                **_element_fields(element, fields),
                 "requirement": sentences[facet_index],
                 "found": found[id(outcome)],
                 "expected": expected[facet_index],
@@ -493,8 +513,8 @@ def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, fa
         "cardinality": specification.get_usage() if maximum in (0, None) else "counted",
         "minOccurs": minimum,
         "maxOccurs": "unbounded" if maximum is None else maximum,
-        "applicability": [facet.to_string("applicability") for facet in specification.applicability],
-        "requirements": [facet.to_string("requirement", specification, facet) for facet in specification.requirements],
+        "applicability": applicability,
+        "requirements": sentences,
         "applicable": len(applicable),
         "status": "pass" if passed else "fail",
         "reason": reason,
@@ -550,11 +570,11 @@ def check_loaded(
     ifctester_facet.get_pset.cache_clear()  # keyed by element: never reuse values of another model
     ifctester_facet.get_psets.cache_clear()
     index = ModelIndex(ifc) if indexed else None
-    specifications = []
+    specifications, fields = [], {}
     with _no_cycle_collection():
         for source, document in documents:
             for specification in document.specifications:
-                specifications.append(check_specification(ifc, source.name, specification, failure_limit, index))
+                specifications.append(check_specification(ifc, source.name, specification, failure_limit, index, fields))
                 on_progress(len(specifications), total)
     passed = sum(spec["status"] == "pass" for spec in specifications)
     placements = Locations(ifc)

@@ -68,6 +68,9 @@ def _value_key(value):
     return UNCACHED
 
 
+NULL_KEY = _value_key(None)
+
+
 def _attribute_place(element, name: str) -> tuple:
     """(category, argument index, takes text as it is) of an attribute in the element's class: category 1 = a forward
     attribute, read by its index; text is taken as it is unless the attribute is a LOGICAL (whose 'UNKNOWN' ifctester
@@ -119,7 +122,8 @@ def warm_up() -> None:
     for schema in SCHEMAS:
         for attribute in COMMON_ATTRIBUTES:
             for ifc_class in _classes_declaring(schema, attribute):
-                _place_in_subclasses(schema, ifc_class, attribute)
+                if (place := _place_in_subclasses(schema, ifc_class, attribute)) is not None and place[0] == 1:
+                    _text_or_null_in_subclasses(schema, ifc_class, place[1])
 
 
 @functools.cache
@@ -147,17 +151,31 @@ def _declared_place(declaration, attribute: str) -> tuple:
 
 
 @functools.cache
-def _place_in_subclasses(schema: str, ifc_class: str, attribute: str) -> tuple | None:
-    """The attribute's place (_declared_place) in every class an element of by_type(ifc_class) can be (the class and
-    its subclasses that are not abstract) when it is the same in all, else None; once per process."""
-    places = set()
-    declarations = [ifcopenshell.ifcopenshell_wrapper.schema_by_name(schema).declaration_by_name(ifc_class)]
+def _instantiable(schema: str, ifc_class: str) -> tuple:
+    """The declarations of the classes an element of by_type(ifc_class) can be: the class and its subclasses that are
+    not abstract."""
+    found, declarations = [], [ifcopenshell.ifcopenshell_wrapper.schema_by_name(schema).declaration_by_name(ifc_class)]
     while declarations:
         declaration = declarations.pop()
         declarations.extend(declaration.subtypes())
         if not declaration.is_abstract():
-            places.add(_declared_place(declaration, attribute))
+            found.append(declaration)
+    return tuple(found)
+
+
+@functools.cache
+def _place_in_subclasses(schema: str, ifc_class: str, attribute: str) -> tuple | None:
+    """The attribute's place (_declared_place) in every class an element of by_type(ifc_class) can be when it is the
+    same in all, else None; once per process."""
+    places = {_declared_place(declaration, attribute) for declaration in _instantiable(schema, ifc_class)}
     return places.pop() if len(places) == 1 else None
+
+
+@functools.cache
+def _text_or_null_in_subclasses(schema: str, ifc_class: str, index: int) -> bool:
+    """Whether the argument at the index is text or null (a STRING or an ENUMERATION) in every class an element of
+    by_type(ifc_class) can be: no value of it then equals a text without being one (a typed value would)."""
+    return all(declaration.argument_types()[index] in ("STRING", "ENUMERATION") for declaration in _instantiable(schema, ifc_class))
 
 
 class _ClassRecorder:
@@ -258,7 +276,7 @@ class ModelIndex:
         (subtypes included), in its order of the classes, which depends on the schema only (kept per process). When
         the attribute is text as it is in every class they can be (_place_in_subclasses), their values are read in
         the same sweep, by each declaring class's index of it, and kept with them (see _attribute_values)."""
-        schema, candidates, values = self.ifc.schema_identifier, [], []
+        schema, candidates, values, text_or_null = self.ifc.schema_identifier, [], [], True
         for ifc_class in _classes_declaring(schema, facet.name):
             elements = self.ifc.by_type(ifc_class)
             if not elements:
@@ -267,10 +285,11 @@ class ModelIndex:
             place = _place_in_subclasses(schema, ifc_class, facet.name)
             if values is not None and place is not None and place[0] == 1 and place[2]:
                 values += map(ifcopenshell.entity_instance.get_argument, elements, itertools.repeat(place[1]))
+                text_or_null = text_or_null and _text_or_null_in_subclasses(schema, ifc_class, place[1])
             else:
                 values = None
         if values is not None:
-            self.candidate_values[facet.name] = (candidates, values)
+            self.candidate_values[facet.name] = (candidates, values, text_or_null)
         return candidates
 
     def passing(self, facet, elements: list) -> list:
@@ -287,45 +306,53 @@ class ModelIndex:
         ids_engine) and kept, and the other values (empty, null, ...) once per key through ask's outcomes for the same
         keys (_attribute_key). When the attribute is not text as it is in some class (not a forward attribute, a
         LOGICAL), the elements are asked one at a time."""
-        values = self._attribute_values(facet.name, elements)
+        values, text_or_null = self._attribute_values(facet.name, elements)
         if values is None:
             return [element for element in elements if ask(element)]
         passes = self.text_passes.setdefault(id(facet), {})  # text -> whether it passes
-        texts = {value for value in values if value.__class__ is str}.difference(passes, ("",))
+        distinct = set(values) if text_or_null else values
+        texts = {value for value in distinct if value.__class__ is str}.difference(passes, ("",))
         if texts:
             matcher = getattr(facet.value, "text_matcher", None) if facet.value else None
             matches = (matcher() if matcher is not None else None) or functools.partial(_text_matches, facet)
             prohibited = facet.cardinality == "prohibited"
             for text in texts:
                 passes[text] = matches(text) is not prohibited
-        passed = [passes.get(value) if value.__class__ is str else None for value in values]
-        keyed, verdicts = self.keyed_askers[id(facet)], {}  # verdicts: key -> whether it passes (this sweep)
-        for position in [position for position, verdict in enumerate(passed) if verdict is None]:  # "", null, ...
-            element = elements[position]
-            key = _attribute_value_key(element.is_a(), values[position], True)
-            verdict = verdicts.get(key) if key is not UNCACHED else None
-            if verdict is None:
-                verdict = bool(keyed(element, key))
-                if key is not UNCACHED:
-                    verdicts[key] = verdict
-            passed[position] = verdict
+        if text_or_null:  # only texts are keys of passes: null and "" are not found
+            passed = list(map(passes.get, values))
+        else:
+            passed = [passes.get(value) if value.__class__ is str else None for value in values]
+        unknown = list(itertools.compress(itertools.count(), map(operator.is_, passed, itertools.repeat(None))))  # "", null, ...
+        if unknown:
+            keyed, verdicts = self.keyed_askers[id(facet)], {}  # verdicts: key -> whether it passes (this sweep)
+            unknown_elements = list(map(elements.__getitem__, unknown))
+            for position, element, ifc_class in zip(unknown, unknown_elements, map(ifcopenshell.entity_instance.is_a, unknown_elements)):
+                value = values[position]
+                key = (ifc_class, NULL_KEY) if value is None else _attribute_value_key(ifc_class, value, True)
+                verdict = verdicts.get(key)  # never found for UNCACHED, which is never kept
+                if verdict is None:
+                    verdict = bool(keyed(element, key))
+                    if key is not UNCACHED:
+                        verdicts[key] = verdict
+                passed[position] = verdict
         return list(itertools.compress(elements, passed))
 
     def _attribute_values(self, name: str, elements: list) -> list | None:
         """The attribute of each element: those read with the candidates when the elements are they, else each
         element's class and then its attribute by the class's index of it, in one sweep each; None when the
-        attribute is not text as it is in one of their classes."""
+        attribute is not text as it is in one of their classes. And whether every value is known to be text or null
+        (_text_or_null_in_subclasses; of the candidates only)."""
         found = self.candidate_values.get(name)
         if found is not None and found[0] is elements:
-            return found[1]
+            return found[1:]
         classes = list(map(ifcopenshell.entity_instance.is_a, elements))
         indexes = {}
         for ifc_class, element in dict(zip(classes, elements)).items():
             category, index, takes_text = self._place_of(ifc_class, name, element)
             if category != 1 or not takes_text:
-                return None
+                return None, False
             indexes[ifc_class] = index
-        return list(map(ifcopenshell.entity_instance.get_argument, elements, map(indexes.__getitem__, classes)))
+        return list(map(ifcopenshell.entity_instance.get_argument, elements, map(indexes.__getitem__, classes))), False
 
     def _candidates_key(self, facet):
         if isinstance(facet, ifctester_facet.Entity):

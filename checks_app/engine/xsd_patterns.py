@@ -26,6 +26,7 @@ CLASS_ESCAPES = frozenset("dDwWsS")
 ANCHORED_PREFIX = "^(?:"
 ANCHORED_SUFFIX = r")$(?!\n\Z)"
 CACHED_PATTERNS = 1024
+MATCH_RANGE_LENGTH = 64  # bytes of the bounds of the strings a pattern can match (full_matcher)
 
 
 class PatternUnsupported(ValueError):
@@ -88,13 +89,19 @@ def xsd_pattern_matches(pattern: str, value: str) -> bool:
 
 def full_matcher(compiled) -> Callable[[str], bool]:
     """text -> compiled_pattern_matches(compiled, text), for many texts: RE2's own match of the text's UTF-8 bytes,
-    without pyre2's Python wrapper around it (~1 µs a text, which finds the match's position in characters)."""
-    match, both, no_match = compiled._regexp.Match, re2._Anchor.ANCHOR_BOTH, (-1, -1)
+    without pyre2's Python wrapper around it (~1 µs a text, which finds the match's position in characters), and
+    not even that for a text outside RE2's range of the strings that can match (PossibleMatchRange: "Window .*"
+    matches between b"Window " and b"Window \xf4..."), which most texts of a model are."""
+    regexp = compiled._regexp
+    match, both, no_match = regexp.Match, re2._Anchor.ANCHOR_BOTH, (-1, -1)
+    bounded, lowest, highest = regexp.PossibleMatchRange(MATCH_RANGE_LENGTH)
 
     def matches(text: str) -> bool:
         try:
             encoded = text.encode()
         except UnicodeEncodeError:  # a lone surrogate in the value: not XML text, matches no pattern
+            return False
+        if bounded and not lowest <= encoded <= highest:
             return False
         return match(both, encoded, 0, len(encoded))[0] != no_match
 

@@ -306,6 +306,10 @@ def test_placements_are_located_as_ifcopenshell_places_them():
             expected = ifcopenshell.util.placement.get_axis2placement(placement.RelativePlacement)
             found = locations._axis2placement(placement.RelativePlacement)
             assert found.tobytes(order="A") == expected.tobytes(order="A") and found.strides == expected.strides, placement
+        for product in ifc.by_type("IfcProduct"):  # attributes read by their index: the origin of ifcopenshell's matrix
+            placement = product.ObjectPlacement
+            expected = ifcopenshell.util.placement.get_local_placement(placement) if placement is not None else None
+            assert locations.of(product) == (None if expected is None else [round(float(value) * locations.metres, 4) for value in expected[:3, 3]])
 
 
 class _TypesReversed:
@@ -406,3 +410,25 @@ def test_material_and_classification_facets_answer_by_what_they_find_as_one_by_o
             mine, theirs = ask(element), facet(element)
             assert (bool(mine), mine.reason) == (bool(theirs), theirs.reason), (facet, element)
         assert len(index.keyed_askers) and len({index._key_function(facet)(element) for element in elements}) < len(elements) / 3
+
+
+def test_a_pattern_matched_for_many_texts_answers_as_pyre2_does():
+    """xsd_patterns.full_matcher (RE2's match without pyre2's wrapper, texts outside RE2's range of possible matches
+    not matched at all) against compiled_pattern_matches, for patterns of several shapes and the names of a sample
+    with texts at and around the bounds."""
+    from checks_app.engine.xsd_patterns import compile_xsd_pattern, compiled_pattern_matches, full_matcher
+
+    ifc = ifcopenshell.open(str(sample("AC20-FZK-Haus.ifc")))
+    texts = {element.Name for element in ModelIndex(ifc).filter(ifctester_facet.Attribute("Name"), None) if isinstance(element.Name, str)}
+    texts |= {"", "W", "Window", "Window ", "Window 1", "Window\u00a0", "Window \U0010ffff", "Wall a 0 L1", "Wall z 9 L9", "Wall z{", "Pset_Common",
+              "Pset_WallCommon", "Pset_\x00Common", "\U0010ffff", "\x00", "zzzzzzzzzzzzzzzzzzzzzz", "$$$$$$$$$$$$$$$$$$$$$$", "ü" * 70, "a\ud800"}
+    patterns = ["Window .*", "[A-Z].*", "Wall [a-z]+ [0-9]+ L[0-9]+", ".*Window", "Pset_.*Common", "(W|Window )[0-9].*", "[0-9A-Za-z_$]{22}",
+                "a*", "\\p{IsBasicLatin}+", "[^a]*", "\\d{3}", "Window|Wall|", "ü{64,}", ".{0,3}"]
+    matching = 0
+    for pattern in patterns:
+        compiled = compile_xsd_pattern(pattern)
+        matches = full_matcher(compiled)
+        expected = {text for text in texts if compiled_pattern_matches(compiled, text)}
+        assert {text for text in texts if matches(text)} == expected, pattern
+        matching += bool(expected)
+    assert matching >= 10
