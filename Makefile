@@ -13,6 +13,11 @@ CONVERTER_BUNDLE := converter/dist/convert.mjs
 WEB_STAMP := frontend/dist/.built
 OIDC_PROVIDER_STAMP := tests/accounts/oidc_provider/node_modules/.installed
 
+# The set-up steps (the Python environment, the converter's and the web client's npm installs and builds, the test
+# OpenID provider) are independent of one another: made side by side. (Not --output-sync: it would hold back the
+# output of `make run` and `make test` until they end.)
+MAKEFLAGS += --jobs=4
+
 export VIEWER_CONFIG ?= ./server_config.json
 export EDIT_SERVICE_PORT ?= 8100
 
@@ -23,15 +28,16 @@ setup: prerequisites $(PIP_STAMP) $(CONVERTER_BUNDLE) $(WEB_STAMP)
 prerequisites:
 	@bash scripts/prerequisites.sh
 
-test-prerequisites:
+# after `prerequisites`: apt-get takes one lock, so the two never install side by side
+test-prerequisites: prerequisites
 	@bash scripts/prerequisites.sh --browser
 
-$(PIP_STAMP): requirements.txt requirements.lock
+$(PIP_STAMP): requirements.txt requirements.lock | prerequisites
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c requirements.lock
 	@touch $@
 
-$(NPM_STAMP): converter/package.json converter/package-lock.json
+$(NPM_STAMP): converter/package.json converter/package-lock.json | prerequisites
 	cd converter && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
@@ -40,7 +46,7 @@ $(CONVERTER_BUNDLE): $(NPM_STAMP) converter/convert.js converter/build.mjs
 	cd converter && node build.mjs
 
 # the web client: xeokit-sdk bundled by esbuild into frontend/dist (served by the gateway under /static/viewer/)
-$(WEB_STAMP): frontend/package.json frontend/package-lock.json frontend/build.mjs $(wildcard frontend/src/*) chat_app/frames.json
+$(WEB_STAMP): frontend/package.json frontend/package-lock.json frontend/build.mjs $(wildcard frontend/src/*) chat_app/frames.json | prerequisites
 	cd frontend && npm ci --no-audit --no-fund --loglevel=error && node build.mjs
 	@touch $@
 
@@ -58,7 +64,7 @@ run: setup
 	exec $(VENV)/bin/supervisord --nodaemon --configuration $(CURDIR)/scripts/supervisord.conf
 
 # the OpenID Connect provider the single sign-on tests run (npm's oidc-provider, tests/accounts/oidc_provider)
-$(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts/oidc_provider/package-lock.json
+$(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts/oidc_provider/package-lock.json | prerequisites
 	cd tests/accounts/oidc_provider && npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 

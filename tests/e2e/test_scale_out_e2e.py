@@ -36,7 +36,7 @@ def scaled(tmp_path_factory, fake):
 def a_streaming_reply() -> Reply:
     reply = Reply()
     for index in range(PIECES):
-        reply.text(f"piece {index} ", pieces=1).pause(0.01)
+        reply.text(f"piece {index} ", pieces=1).pause(0.03)  # ~3.6 s: ~70 frames at one per 50 ms
     return reply
 
 
@@ -75,7 +75,9 @@ def test_fifty_clients_on_two_gateways_get_every_frame_in_order(scaled, fake):
         for stream in [*streams, resumed]:
             stream.wait_event("session.idle", timeout=120)
         reference = turn_ids(streams[0], busy.id)
-        assert len(reference) > PIECES // 4  # the turn streamed (deltas coalesced, so fewer frames than pieces)
+        # deltas are coalesced by time, so how many frames a turn makes depends on the machine's speed: what matters
+        # is that the mover left (20 frames in) before the turn's end, so that its reconnection is tested mid-turn
+        assert seen[-1] < reference[-1], "the mover left after the turn had ended"
         assert reference == list(range(busy.id, busy.id + len(reference))), "ids of one turn are consecutive"
         for index, stream in enumerate(streams):
             assert turn_ids(stream, busy.id) == reference, f"client {index} on gateway {index % 2 + 1}"
