@@ -2,13 +2,13 @@
 
 from pathlib import Path
 
-from psycopg.conninfo import conninfo_to_dict
-
 _DJANGO_KEYS = {"dbname": "NAME", "user": "USER", "password": "PASSWORD", "host": "HOST", "port": "PORT"}
 
 
 def postgres_settings(dsn: str) -> dict:
     """Accepts both DSN forms psycopg does: postgresql://user@host:port/db and 'host=... dbname=...'."""
+    from psycopg.conninfo import conninfo_to_dict  # here: psycopg's import is ~0.1 s that a SQLite process need not pay
+
     params = conninfo_to_dict(dsn)
     settings = {"ENGINE": "django.db.backends.postgresql", "CONN_MAX_AGE": 60, "CONN_HEALTH_CHECKS": True, "OPTIONS": {}}
     for key, value in params.items():
