@@ -432,3 +432,23 @@ def test_a_pattern_matched_for_many_texts_answers_as_pyre2_does():
         assert {text for text in texts if matches(text)} == expected, pattern
         matching += bool(expected)
     assert matching >= 10
+
+
+def test_wrappers_made_in_bulk_are_ifcopenshells_and_its_setattr_is_back_afterwards():
+    """ids_index.wrappers_in_bulk: elements read meanwhile are the same elements; afterwards (also after an error
+    and after a nested use) setting an attribute sets the IFC attribute again."""
+    ifc = _walls(3, ["REI60"])
+    own = ifcopenshell.entity_instance.__dict__.get("__setattr__")
+    with ids_index.wrappers_in_bulk():
+        with ids_index.wrappers_in_bulk():
+            walls = ifc.by_type("IfcWall")
+        assert ifcopenshell.entity_instance.__dict__.get("__setattr__") is object.__setattr__
+    assert ifcopenshell.entity_instance.__dict__.get("__setattr__") is own
+    with pytest.raises(RuntimeError), ids_index.wrappers_in_bulk():
+        ifc.by_type("IfcNoSuchClass")
+    assert ifcopenshell.entity_instance.__dict__.get("__setattr__") is own
+    assert [wall.id() for wall in walls] == [wall.id() for wall in ifc.by_type("IfcWall")] and walls[0] == ifc.by_type("IfcWall")[0]
+    walls[0].Name = "Renamed"
+    assert ifc.by_type("IfcWall")[0].Name == "Renamed"
+    with pytest.raises(RuntimeError):  # ifcopenshell's own answer (a plain setattr would keep it on the wrapper)
+        walls[0].NoSuchAttribute = 1
