@@ -35,7 +35,7 @@ import ifcopenshell.util.unit
 from ifctester import facet as ifctester_facet
 from ifctester import ids as ifctester_ids
 
-from checks_app.engine.ids_index import Evaluation, ModelIndex
+from checks_app.engine.ids_index import Evaluation, ModelIndex, wrappers_in_bulk
 from checks_app.engine.xsd_patterns import compile_xsd_pattern, compiled_pattern_matches, full_matcher
 
 EPSILON = Decimal("0.000001")
@@ -570,20 +570,20 @@ def check_loaded(
     ifctester_facet.get_pset.cache_clear()  # keyed by element: never reuse values of another model
     ifctester_facet.get_psets.cache_clear()
     index = ModelIndex(ifc) if indexed else None
-    specifications, fields = [], {}
-    with _no_cycle_collection():
+    specifications, fields, locations = [], {}, {}
+    # nothing in a check sets an attribute of an element: every wrapper read over the index is made in bulk (without
+    # the index, ifctester's own validate stays as it is, the reference the index is compared with)
+    with _no_cycle_collection(), wrappers_in_bulk() if indexed else contextlib.nullcontext():
         for source, document in documents:
             for specification in document.specifications:
                 specifications.append(check_specification(ifc, source.name, specification, failure_limit, index, fields))
                 on_progress(len(specifications), total)
+        placements = Locations(ifc)
+        for guid in sorted({failure["guid"] for spec in specifications for failure in spec["failures"]}):
+            element = ifc.by_guid(guid) if not guid.startswith("#") else None
+            if element is not None and (location := placements.of(element)) is not None:
+                locations[guid] = location
     passed = sum(spec["status"] == "pass" for spec in specifications)
-    placements = Locations(ifc)
-    failing = {failure["guid"] for spec in specifications for failure in spec["failures"]}
-    locations = {}
-    for guid in sorted(failing):
-        element = ifc.by_guid(guid) if not guid.startswith("#") else None
-        if element is not None and (location := placements.of(element)) is not None:
-            locations[guid] = location
     return {
         "summary": {
             "specifications": len(specifications), "passed": passed, "failed": len(specifications) - passed,
