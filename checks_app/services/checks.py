@@ -11,7 +11,7 @@ import re
 import threading
 import time
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 
 from checks_app import selectors
@@ -70,7 +70,8 @@ def _upload_name(file_name: str) -> str:
     return base or "upload.ids"
 
 
-def _documents_for(model: IfcModel, ids_names: list[str] | None, uploads: list | None) -> list[tuple[str, IdsDocument]]:
+def _documents_for(model: IfcModel, ids_names: list[str] | None, uploads: list | None) -> tuple[list[tuple[str, IdsDocument]], bool]:
+    """(name, document) of each IDS file of the request, and whether an upload's content was stored now."""
     items = ids_names if ids_names else uploads
     if not items:
         raise Invalid("name at least one IDS file: JSON {ids: [names of the project's IDS files]} or multipart parts 'ids'")
@@ -78,27 +79,28 @@ def _documents_for(model: IfcModel, ids_names: list[str] | None, uploads: list |
         raise Invalid("give the IDS files either by name (JSON) or as uploads (multipart), not both")
     if len(items) > IDS_PER_CHECK:
         raise Invalid(f"a check takes at most {IDS_PER_CHECK} IDS files, got {len(items)}")
+    documents, stored = [], False
     if ids_names:
         project = project_of_model(model)
         if project is None:
             raise Invalid(f"model {model.id} belongs to no project: upload the IDS files with the request (multipart parts 'ids')")
-        documents = []
         for name in ids_names:
             if not isinstance(name, str):
                 raise Invalid(f"IDS names must be strings, got {name!r}")
             documents.append((name, selectors.ids_file_get(project.id, name).document))
     else:
-        documents = []
         for upload in uploads:
             name = _upload_name(upload.name)
             if upload.size > IDS_MAX_BYTES:
                 raise TooLarge(size_limit_message(IDS_MAX_BYTES, f"IDS file {name}"))
-            documents.append((name, ids_document_store(upload.read(), what=f"IDS file {name}")))
+            document, created = ids_document_store(upload.read(), what=f"IDS file {name}")
+            documents.append((name, document))
+            stored = stored or created
     names = [name for name, _ in documents]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise Invalid(f"IDS file(s) named more than once in one check: {', '.join(duplicates)}")
-    return documents
+    return documents, stored
 
 
 def _product_key(model: IfcModel, version: str) -> str:
@@ -136,13 +138,14 @@ def check_start(
     version = version or CURRENT
     if version != CURRENT and not VERSION_RE.match(str(version)):
         raise Invalid(f"invalid version {version!r}: \"current\" or a saved version v<n> (v1, v2, ...)")
-    documents = _documents_for(model, ids_names, uploads)
+    documents, stored = _documents_for(model, ids_names, uploads)
     ids = [{"name": name, "sha256": document.sha256} for name, document in documents]
     overrides = overrides_of_model(model.id) if include_overrides else None
     product_key = _product_key(model, version)
     cache_key = check_cache_key(model.id, product_key, ids, overrides)
     with transaction.atomic():
-        IfcModel.objects.select_for_update().filter(pk=model.id).first()  # one start at a time per model
+        if connection.features.has_select_for_update:  # SQLite: its IMMEDIATE transaction holds the write lock already
+            IfcModel.objects.select_for_update().filter(pk=model.id).first()  # one start at a time per model
         answers = Q(status__in=ACTIVE_STATUSES) | Q(status=Check.Status.FAILED, failed_under_limits=limits_key())
         existing = Check.objects.filter(answers, model=model, cache_key=cache_key).order_by("-created_at").first()
         if existing is not None:
@@ -151,9 +154,11 @@ def check_start(
             model=model, version=version, product_key=product_key, ids=ids, include_overrides=include_overrides,
             overrides=overrides, cache_key=cache_key, requester=check_requester(model),
         )
-        check.documents.set([document for _, document in documents])
+        kept = {document.sha256: document for _, document in documents}  # a new check: no link to look for first
+        Check.documents.through.objects.bulk_create([Check.documents.through(check=check, idsdocument=document) for document in kept.values()])
         jobs.enqueue(CHECK, check.id)  # its turn; same database, same transaction: both or neither
-    remove_unused_documents()
+    if stored:  # a request that stores no content leaves nothing new unused (a failed one leaves its uploads' content)
+        remove_unused_documents()
     return check, False
 
 

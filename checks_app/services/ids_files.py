@@ -68,19 +68,19 @@ class ValidatedIds:
 validated_ids = ValidatedIds()
 
 
-def ids_document_store(data: bytes, *, what: str = "the IDS file") -> IdsDocument:
-    """Validates an IDS file (XSD 1.0, readable) and keeps its content once; 40002 above 5 MB, 40001 invalid."""
+def ids_document_store(data: bytes, *, what: str = "the IDS file") -> tuple[IdsDocument, bool]:
+    """Validates an IDS file (XSD 1.0) and keeps its content once; 40002 above 5 MB, 40001 invalid. Returns the
+    document and whether it was stored now (else its content was kept already)."""
     if len(data) > IDS_MAX_BYTES:
         raise TooLarge(size_limit_message(IDS_MAX_BYTES, what))
     try:
         info = validated_ids.get(data)
     except IdsInvalid as exc:
         raise Invalid(f"{what} is not a valid IDS 1.0 file: {exc}") from None
-    document, _ = IdsDocument.objects.get_or_create(
+    return IdsDocument.objects.get_or_create(
         sha256=sha256_hex(info.text),
         defaults={"content": info.text, "size": len(data), "title": info.title[:512], "specifications": info.specifications},
     )
-    return document
 
 
 def remove_unused_documents() -> None:
@@ -91,7 +91,7 @@ def ids_file_put(*, project_id: str, name: str, data: bytes) -> tuple[IdsFile, b
     """Creates or replaces a project's IDS file. Returns (file, created)."""
     project = project_get(project_id)
     ids_name_check(name)
-    document = ids_document_store(data)
+    document, _ = ids_document_store(data)
     with transaction.atomic():
         ids_file, created = IdsFile.objects.select_for_update().get_or_create(project=project, name=name, defaults={"document": document})
         if not created and ids_file.document_id != document.sha256:

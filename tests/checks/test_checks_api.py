@@ -76,6 +76,25 @@ def test_uploaded_ids_files(api, make_model, run_checks):
     assert names["No generic proxies"]["status"] == "pass" and names["Walls are contained in a storey"]["status"] == "pass"
 
 
+def test_uploaded_contents_are_kept_once_and_unused_ones_go_with_the_next_new_content(api, make_model):
+    """The same content under two names is one document of the check; the content of a request refused after it was
+    kept (a later part invalid) stays until a request keeps new content, which sweeps what nothing uses."""
+    model = make_model(in_project=False)
+
+    def post(*parts):
+        return api.post(f"/api/v1/models/{model.id}/checks", {"ids": [SimpleUploadedFile(name, data) for name, data in parts]}, format="multipart").json()
+
+    started = post(("a.ids", fire_ids()), ("b.ids", fire_ids()))
+    assert started["code"] == 0, started
+    check = Check.objects.get(pk=started["data"]["checkId"])
+    assert [item["name"] for item in check.ids] == ["a.ids", "b.ids"] and check.documents.count() == 1
+    refused = post(("c.ids", fire_ids(title="kept, then refused with its request")), ("d.ids", b"not xml"))
+    assert refused["code"] == 40001 and IdsDocument.objects.count() == 2
+    assert post(("a.ids", fire_ids()))["code"] == 0 and IdsDocument.objects.count() == 2  # nothing new kept: no sweep
+    assert post(("e.ids", fire_ids(title="new")))["code"] == 0
+    assert sorted(document.title for document in IdsDocument.objects.all()) == ["Fire ratings", "new"]
+
+
 def test_overrides_count_when_included(api, make_model, put_ids, start_check):
     model = make_model(fire_ratings={"B": "60 min"})
     Override.objects.create(model=model, entity_id=WALL_GUIDS["B"], field="FireRating", value="REI90")
