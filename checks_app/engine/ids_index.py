@@ -346,8 +346,17 @@ class ModelIndex:
         else:
             passed = [passes.get(value) if value.__class__ is str else None for value in values]
         unknown = list(itertools.compress(itertools.count(), map(operator.is_, passed, itertools.repeat(None))))  # "", null, ...
-        if unknown:
-            keyed, verdicts = self.keyed_askers[id(facet)], {}  # verdicts: key -> whether it passes (this sweep)
+        keyed, verdicts = self.keyed_askers[id(facet)], {}  # verdicts: key -> whether it passes (this sweep)
+        if unknown and text_or_null:
+            # null and "" only, of an attribute that is a forward one in every class: ifctester's facet finds it
+            # empty whatever the class, so one element of each answers for all
+            unknown_values = list(map(values.__getitem__, unknown))
+            for value in set(unknown_values):
+                element = elements[unknown[unknown_values.index(value)]]
+                verdicts[value] = bool(keyed(element, _attribute_value_key(element.is_a(), value, True)))
+            for position, verdict in zip(unknown, map(verdicts.__getitem__, unknown_values)):
+                passed[position] = verdict
+        elif unknown:
             unknown_elements = list(map(elements.__getitem__, unknown))
             for position, element, ifc_class in zip(unknown, unknown_elements, map(ifcopenshell.entity_instance.is_a, unknown_elements)):
                 value = values[position]
