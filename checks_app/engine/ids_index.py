@@ -200,6 +200,18 @@ def wrappers_in_bulk():
             cls.__setattr__ = own
 
 
+class _DecidedOnce(dict):
+    """value -> decide(value), decided the first time the value is asked about."""
+
+    def __init__(self, decide: Callable):
+        super().__init__()
+        self.decide = decide
+
+    def __missing__(self, value):
+        verdict = self[value] = self.decide(value)
+        return verdict
+
+
 class _ClassRecorder:
     """A model with no elements that notes the classes asked for."""
 
@@ -326,37 +338,35 @@ class ModelIndex:
         """passing() of an attribute facet naming one attribute, in bulk (an attribute-only applicability asks it of
         tens of thousands of named entities): the attribute of each element (_attribute_values), whether a text
         passes decided once per text (by the facet's value's own matcher when it has one, see text_matcher in
-        ids_engine) and kept, and the other values (empty, null, ...) once per key through ask's outcomes for the same
-        keys (_attribute_key). When the attribute is not text as it is in some class (not a forward attribute, a
-        LOGICAL), the elements are asked one at a time."""
+        ids_engine), and the other values (empty, null, ...) once per key through ask's outcomes for the same keys
+        (_attribute_key); values known to be texts or null (the candidates' names) each decided once as they come.
+        When the attribute is not text as it is in some class (not a forward attribute, a LOGICAL), the elements are
+        asked one at a time."""
         values, text_or_null = self._attribute_values(facet.name, elements)
         if values is None:
             return [element for element in elements if ask(element)]
+        matches = functools.partial(_text_matches, facet)
+        if facet.value and (matcher := getattr(facet.value, "text_matcher", None)) is not None:
+            matches = matcher() or matches
+        prohibited = facet.cardinality == "prohibited"
+        keyed = self.keyed_askers[id(facet)]
+        if text_or_null:
+            def decide(value) -> bool:
+                if value:
+                    return matches(value) is not prohibited
+                # null or "" of an attribute that is a forward one in every class: ifctester's facet finds it empty
+                # whatever the class, so the first element holding it answers for all
+                element = elements[values.index(value)]
+                return bool(keyed(element, _attribute_value_key(element.is_a(), value, True)))
+
+            return list(itertools.compress(elements, map(_DecidedOnce(decide).__getitem__, values)))
         passes = self.text_passes.setdefault(id(facet), {})  # text -> whether it passes
-        distinct = set(values) if text_or_null else values
-        texts = {value for value in distinct if value.__class__ is str}.difference(passes, ("",))
-        if texts:
-            matcher = getattr(facet.value, "text_matcher", None) if facet.value else None
-            matches = (matcher() if matcher is not None else None) or functools.partial(_text_matches, facet)
-            prohibited = facet.cardinality == "prohibited"
-            for text in texts:
-                passes[text] = matches(text) is not prohibited
-        if text_or_null:  # only texts are keys of passes: null and "" are not found
-            passed = list(map(passes.get, values))
-        else:
-            passed = [passes.get(value) if value.__class__ is str else None for value in values]
+        for text in {value for value in values if value.__class__ is str}.difference(passes, ("",)):
+            passes[text] = matches(text) is not prohibited
+        passed = [passes.get(value) if value.__class__ is str else None for value in values]
         unknown = list(itertools.compress(itertools.count(), map(operator.is_, passed, itertools.repeat(None))))  # "", null, ...
-        keyed, verdicts = self.keyed_askers[id(facet)], {}  # verdicts: key -> whether it passes (this sweep)
-        if unknown and text_or_null:
-            # null and "" only, of an attribute that is a forward one in every class: ifctester's facet finds it
-            # empty whatever the class, so one element of each answers for all
-            unknown_values = list(map(values.__getitem__, unknown))
-            for value in set(unknown_values):
-                element = elements[unknown[unknown_values.index(value)]]
-                verdicts[value] = bool(keyed(element, _attribute_value_key(element.is_a(), value, True)))
-            for position, verdict in zip(unknown, map(verdicts.__getitem__, unknown_values)):
-                passed[position] = verdict
-        elif unknown:
+        verdicts = {}  # key -> whether it passes (this sweep)
+        if unknown:
             unknown_elements = list(map(elements.__getitem__, unknown))
             for position, element, ifc_class in zip(unknown, unknown_elements, map(ifcopenshell.entity_instance.is_a, unknown_elements)):
                 value = values[position]
