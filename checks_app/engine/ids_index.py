@@ -13,8 +13,10 @@ patterns. Yet what a facet decides about an element depends on a few things abou
   property, which names the referenced units and values by id), in the order ifcopenshell's get_pset / get_psets
   read them. Elements whose property sets say the same thing (the walls of one type, a design tool's identical
   Pset_WallCommon on each wall) share one evaluation;
-- a classification facet: the element's references (its own and its type's, in ifcopenshell's order);
-- a material facet: the element's material (ifcopenshell's get_material, usages skipped);
+- a classification facet: the element's references (its own and its type's, in ifcopenshell's order; elements
+  without any share one key whatever their type);
+- a material facet: the element's material (ifcopenshell's get_material, usages skipped, the type's when the element
+  has none);
 - a part-of facet: the first relation it follows (the container, the aggregate, the nest, the group, the voided
   element, or the spatial parent), from which ifctester's walk up the tree depends on that relation alone;
 - an attribute facet naming one attribute: the element's class and the attribute's value (by type and repr), or
@@ -26,6 +28,8 @@ outcome per key, so a facet runs once per distinct key, not once per element; el
 whose value is a list, a facet with a restricted attribute name, ...) are asked directly, as ifctester does. The
 applicability keeps ifctester's broadphase (the first facet's candidates, narrowed by each further facet, in
 ifctester's order) with the outcomes taken from the index; the candidate lists per class are kept for the model.
+What is read of many elements at once (candidates with their attribute, property sets, relationships) is read in
+sweeps of ifcopenshell's own methods, and the whole check makes its wrappers in bulk (wrappers_in_bulk).
 """
 
 from __future__ import annotations
@@ -181,10 +185,12 @@ def _text_or_null_in_subclasses(schema: str, ifc_class: str, index: int) -> bool
 
 @contextlib.contextmanager
 def wrappers_in_bulk():
-    """While the index reads many elements (by_type, relationships), the wrappers ifcopenshell makes for them skip its
-    Python __setattr__: SWIG sets `this` on every new wrapper through it, which then calls object.__setattr__, and
-    that call is half of what a wrapper costs (~0.35 of ~0.6 µs). Nothing sets an attribute of an element meanwhile;
-    the method is ifcopenshell's again afterwards (also when a read fails), and nested uses leave it to the outer."""
+    """While a check reads the model (the index's sweeps, and ids_engine.check_loaded around a whole check over the
+    index), the wrappers ifcopenshell makes for its elements skip ifcopenshell's Python __setattr__: SWIG sets `this`
+    on every new wrapper through it, which then calls object.__setattr__, and that call is half of what a wrapper
+    costs (~0.35 of ~0.6 µs). Only for reading: nothing may set an attribute of an element meanwhile (it would land
+    on the wrapper, not in the model). The method is ifcopenshell's again afterwards (also when a read fails), and
+    nested uses leave it to the outer."""
     cls = ifcopenshell.entity_instance
     if cls.__dict__.get("__setattr__") is object.__setattr__:
         yield
@@ -268,7 +274,8 @@ class ModelIndex:
         self.pset_kinds: dict[str, str | None] = {}  # class -> how it has property sets (see _pset_kind)
         self.type_references: dict[int, tuple] = {}  # type id -> its own references
         self.type_materials: dict[int, object] = {}  # type id -> its own material (see _material)
-        self.candidate_values: dict[str, tuple] = {}  # attribute -> (its facet's candidates, the attribute of each)
+        # attribute -> (its facet's candidates, the attribute of each, whether all are texts or null)
+        self.candidate_values: dict[str, tuple] = {}
 
     # --- evaluation ---------------------------------------------------------------------------------------------
 
