@@ -27,6 +27,9 @@ def menu_item(page, title):
 
 def test_the_tree_lists_the_storeys_and_isolating_one_changes_the_picture(page, web_stack, haus):
     open_haus(page, web_stack, haus)
+    # nothing animates on an opened, idle model: xeokit's hidden busy spinners (the 3D view's, the navigation cube's)
+    # had kept their endless CSS animations running, composing frames at 60 a second
+    assert page.evaluate("document.getAnimations().map((a) => a.animationName)") == []
     tree = page.locator("[data-testid=tree-containment]")
     titles = tree.locator("li > span").all_inner_texts()
     assert {"Erdgeschoss", "Dachgeschoss"} <= set(titles), titles
