@@ -7,7 +7,6 @@ import logging
 
 from django.dispatch import receiver
 
-from coordination_app.services.pinning import clash_run_settle_issues
 from coordination_app.signals import run_finished
 
 logger = logging.getLogger(__name__)
@@ -19,6 +18,10 @@ def settle_pinned_issues(sender, run_id: str, staged: bool = False, **kwargs) ->
     staged product changes nothing. A failure here is logged, never the run's failure (its results are saved)."""
     if staged:
         return
+    # imported here: the coordination services load the clash engine (numpy, ifcopenshell), ~0.2 s that every process
+    # would pay as the app loads, though only clash workers run clash runs
+    from coordination_app.services.pinning import clash_run_settle_issues
+
     try:
         clash_run_settle_issues(run_id)
     except Exception:  # noqa: BLE001 - the run is done whatever its issues do

@@ -5,7 +5,6 @@ import logging
 
 from django.dispatch import receiver
 
-from coordination_app.services import queue_automatic_runs
 from models_app.signals import model_ready
 
 logger = logging.getLogger(__name__)
@@ -14,6 +13,8 @@ logger = logging.getLogger(__name__)
 @receiver(model_ready, dispatch_uid="coordination-automatic-runs")
 def automatic_runs(sender, model_id: str, **kwargs) -> None:
     """Queues the automatic tests' runs; a failure here is logged, never the conversion's."""
+    from coordination_app.services import queue_automatic_runs  # here: see issue_receivers (the clash engine's imports)
+
     try:
         queue_automatic_runs(model_id)
     except Exception:  # noqa: BLE001 - the model is ready whatever happens to its clash runs

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import xmlschema
-from ifctester import ids as ifctester_ids
 from lxml import etree
 
 from checks_app.engine.xsd_patterns import PatternUnsupported, compile_xsd_pattern
@@ -58,9 +56,19 @@ def _parse(data: bytes) -> etree._Element:
     return root
 
 
+def _ifctester_ids():
+    """ifctester's IDS module, imported on first use: with ifcopenshell and xmlschema it is ~0.3 s of processor time
+    that every process of the gateway (workers, manage.py commands) would otherwise pay as checks_app loads."""
+    from ifctester import ids
+
+    return ids
+
+
 class _LocalSchemas(etree.Resolver):
     def resolve(self, url, pubid, context):
         local = LOCAL_SCHEMAS.get((url or "").rsplit("/", 1)[-1])
+        import xmlschema
+
         return self.resolve_filename(str(Path(xmlschema.__file__).parent / "schemas" / local), context) if local else None
 
 
@@ -72,7 +80,7 @@ def _libxml2_schema() -> etree.XMLSchema:
     """ifctester's ids.xsd as libxml2's validator (~2 ms to build, once per process)."""
     parser = etree.XMLParser(no_network=True, resolve_entities=False)
     parser.resolvers.add(_LocalSchemas())
-    tree = etree.parse(str(Path(ifctester_ids.cwd) / "ids.xsd"), parser)
+    tree = etree.parse(str(Path(_ifctester_ids().cwd) / "ids.xsd"), parser)
     for schema_import in tree.getroot().iterfind(f"{{{XSD_NAMESPACE}}}import"):
         if schema_import.get("namespace") == XSI_NAMESPACE:  # built into libxml2, which refuses a schema of it
             tree.getroot().remove(schema_import)
@@ -85,7 +93,7 @@ def _valid_for_libxml2(root: etree._Element) -> bool:
 
 
 def _first_violation(root: etree._Element) -> str | None:
-    for error in ifctester_ids.get_schema().iter_errors(etree.ElementTree(root), use_location_hints=False):
+    for error in _ifctester_ids().get_schema().iter_errors(etree.ElementTree(root), use_location_hints=False):
         line = f"line {error.sourceline}" if error.sourceline else "the document"
         rule = repr(error.validator)
         if len(rule) > 300:

@@ -15,15 +15,17 @@ import requests
 
 from core.service_secret import HEADER as SECRET_HEADER
 from core.service_secret import read_secret
-from tests.e2e.stack import ROOT, free_port
+from tests.e2e.stack import ROOT, free_port, seed_migrated_database
 from tests.helpers import MINIMAL_IFC
 
 pytestmark = pytest.mark.e2e
 
 
-def start_instance(tmp_path, name):
+def start_instance(tmp_path, name, migrated=False):
     data_dir = tmp_path / name
     data_dir.mkdir()
+    if migrated:
+        seed_migrated_database(data_dir)
     port, edit_port = free_port(), free_port()
     config = data_dir / "server_config.json"
     config.write_text(json.dumps({"port": port, "dataDir": str(data_dir)}))
@@ -47,8 +49,8 @@ def wait_up(url, process, timeout=180):
 
 
 def test_two_instances_side_by_side_and_sigterm_stops_everything(tmp_path):
-    first = start_instance(tmp_path, "a")
-    second = start_instance(tmp_path, "b")
+    first = start_instance(tmp_path, "a")  # from nothing, as a new user's: make run migrates
+    second = start_instance(tmp_path, "b", migrated=True)
     try:
         for process, port, edit_port, data_dir in (first, second):
             assert wait_up(f"http://127.0.0.1:{port}/api/v1/models", process).json()["code"] == 0

@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from tests.checks.conftest import fire_ids
-from tests.e2e.stack import ROOT, free_port
+from tests.e2e.stack import ROOT, free_port, seed_migrated_database
 from tests.helpers import poll, sample
 from tests.processes import signal_group, spawn
 
@@ -68,8 +68,10 @@ class Run:
 
 
 def start_make_run(data_dir: Path, edit_port: int | None = None) -> Run:
-    """`make run` as a user starts it, with its own configuration on free ports and data directory."""
+    """`make run` as a user starts it, with its own configuration on free ports and data directory (its database
+    migrated ahead: `make run` from nothing is test_make_run's)."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    seed_migrated_database(data_dir)
     port = free_port()
     config = data_dir / "server_config.json"
     config.write_text(json.dumps({"port": port, "dataDir": str(data_dir), "conversionWorkers": 1}))
