@@ -87,6 +87,11 @@ def _libxml2_schema() -> etree.XMLSchema:
     return etree.XMLSchema(tree)
 
 
+def prepare_validation(sender=None, **kwargs) -> None:
+    """Loads ifctester and builds the validator ahead of the first upload (a gateway_starting receiver)."""
+    _libxml2_schema()
+
+
 def _valid_for_libxml2(root: etree._Element) -> bool:
     with _libxml2_lock:
         return _libxml2_schema().validate(root)

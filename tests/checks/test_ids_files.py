@@ -146,3 +146,14 @@ def test_libxml2_accepts_and_refuses_what_ifctester_s_reading_does_on_the_offici
         assert _outcome(validate_ids, data) == expected, data[:300]
         kept += expected[0] == "kept"
     assert 280 < kept < len(uploads)  # both ways are tried
+
+
+def test_the_gateway_builds_the_ids_validator_as_it_starts():
+    """ifctester and the validator are loaded on first use (not by every process of the gateway), and by the gateway
+    as it starts, so that its first upload does not wait for them."""
+    from checks_app.engine import ids_schema
+    from models_app.signals import gateway_starting
+
+    ids_schema._libxml2_schema.cache_clear()
+    gateway_starting.send(sender=None)
+    assert ids_schema._libxml2_schema.cache_info().currsize == 1
