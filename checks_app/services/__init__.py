@@ -3,7 +3,6 @@ and its cache (checks), running checks in the check workers (runs), report files
 review issues (pins) and a check explained for the agent (explain). The reads are in checks_app.selectors."""
 
 from checks_app.services.checks import (
-    CHECK,
     check_get_waiting,
     check_memory_limit_mb,
     check_start,
@@ -15,7 +14,6 @@ from checks_app.services.ids_files import ids_file_delete, ids_file_put
 from checks_app.services.pins import check_pin_issues
 from checks_app.services.report_files import check_report_bcf, check_report_html
 from checks_app.services.runs import (
-    MAX_ATTEMPTS,
     check_claimed_run,
     check_leftovers,
     check_run,
@@ -25,7 +23,7 @@ from checks_app.services.runs import (
 )
 
 __all__ = [
-    "CHECK", "MAX_ATTEMPTS", "check_claimed_run", "check_get", "check_get_waiting", "check_leftovers", "check_memory_limit_mb", "check_pin_issues",
+    "check_claimed_run", "check_get", "check_get_waiting", "check_leftovers", "check_memory_limit_mb", "check_pin_issues",
     "check_report_bcf", "check_report_html", "check_run", "check_start", "check_take_turn", "check_time_limit_seconds",
     "failures_explain", "fair_order", "ids_file_delete", "ids_file_put", "recover_interrupted_checks", "wait_seconds_param",
 ]

@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from checks_app import selectors
+from checks_app.jobs import CHECK
 from checks_app.models import Check, IdsDocument
 from checks_app.projects import project_of_model
 from checks_app.services.ids_files import ids_document_store, remove_unused_documents, sha256_hex
@@ -31,7 +32,6 @@ IDS_PER_CHECK = 10
 VERSION_RE = re.compile(r"^v[1-9]\d{0,8}$")
 CURRENT = "current"
 ACTIVE_STATUSES = (Check.Status.QUEUED, Check.Status.RUNNING, Check.Status.DONE)
-CHECK = "check"  # the job kind (checks_app.jobs)
 # A check worker wakes the gateway's requests waiting for a check (GET ...?waitSeconds=N) on this host through
 # core.jobs.wakeup's sockets, under this name: a byte to each waiting request when a check ends
 CHECK_ENDED = "check-ended"

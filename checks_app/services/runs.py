@@ -31,7 +31,6 @@ from models_app.public import IFC_FILE, file_signature, model_dir, model_file, v
 
 logger = logging.getLogger(__name__)
 
-MAX_ATTEMPTS = 3
 
 
 def fair_order(queued: QuerySet) -> QuerySet:

@@ -4,8 +4,6 @@ cancelling and running clash runs (runs), and the status of clashes across runs 
 
 from coordination_app.services.clash_tests import clash_test_delete, clash_test_put
 from coordination_app.services.runs import (
-    CLASH_RUN,
-    MAX_ATTEMPTS,
     clash_run_now,
     queue_automatic_runs,
     run_cancel,
@@ -16,6 +14,6 @@ from coordination_app.services.runs import (
 from coordination_app.services.statuses import NO_CHANGE, clash_review, record_run
 
 __all__ = [
-    "CLASH_RUN", "MAX_ATTEMPTS", "NO_CHANGE", "clash_review", "clash_run_now", "clash_test_delete", "clash_test_put", "queue_automatic_runs",
+    "NO_CHANGE", "clash_review", "clash_run_now", "clash_test_delete", "clash_test_put", "queue_automatic_runs",
     "record_run", "run_cancel", "run_claimed", "run_leftovers", "run_request",
 ]

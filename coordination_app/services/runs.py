@@ -27,6 +27,7 @@ from django.utils import timezone
 from coordination_app.engine import elements, selection
 from coordination_app.engine.clashes import ElementSet
 from coordination_app.engine.errors import Cancelled
+from coordination_app.jobs import CLASH_RUN
 from coordination_app.models import ClashRun, ClashTest
 from coordination_app.services.confined import RunFailed, find_clashes_confined
 from coordination_app.services.statuses import record_run
@@ -46,8 +47,6 @@ from models_app.selectors import (
 
 logger = logging.getLogger(__name__)
 
-CLASH_RUN = "clash_run"  # the job kind (coordination_app.jobs)
-MAX_ATTEMPTS = 2
 STOP_POLL_SECONDS = 0.25  # how often a running run reads its row for a cancel (cancel stops it within a second)
 STAGED_VERSION = "staged"
 ERROR_TAIL_CHARS = 2048

@@ -7,10 +7,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import models
+from django.utils.module_loading import import_string
 
 from core.jobs.queues import QUEUES
 
 AGAIN = "again"  # JobKind.run's answer when the job must run once more under the same claim (its input changed)
+
+
+def on_first_call(path: str) -> Callable:
+    """The function at a dotted path, imported when it is first called: a kind's use cases (and the engines they
+    import) load in the process that runs its jobs, not in every process that registers the kind.
+
+        register(JobKind(name="check", ..., run=on_first_call("checks_app.services.check_claimed_run")))
+    """
+    function = None
+
+    def call(*args, **kwargs):
+        nonlocal function
+        if function is None:
+            function = import_string(path)
+        return function(*args, **kwargs)
+
+    call.__qualname__ = call.__name__ = path
+    return call
 
 
 def _unchanged(queryset: models.QuerySet) -> models.QuerySet:

@@ -1,0 +1,32 @@
+"""What a process of the gateway loads as Django starts: the apps register their job kinds and receivers without
+importing the engines behind them (the chat agent's LLM client, ifctester, the BCF library, the clash engine, numpy,
+ifcopenshell), which cost a second of processor time at every start of every worker and manage.py command; a use case
+named by on_first_call is imported when it is first called."""
+
+import json
+import os
+import subprocess
+import sys
+
+from core.jobs import on_first_call
+from tests.e2e.stack import ROOT
+
+ENGINES = ("openai", "ifctester", "xmlschema", "bcf", "numpy", "ifcopenshell", "psycopg")
+
+
+def test_django_starts_without_the_engines(tmp_path):
+    code = f"import django, json, sys; django.setup(); print(json.dumps([m for m in {ENGINES!r} if m in sys.modules]))"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_"))}
+    env.update(DJANGO_SETTINGS_MODULE="viewer_gateway.settings", VIEWER_DATA_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_a_use_case_named_by_its_path_is_imported_on_its_first_call():
+    module = "tests.jobs.first_call_target"
+    sys.modules.pop(module, None)
+    double = on_first_call(f"{module}.double")
+    assert module not in sys.modules
+    assert double(21) == 42 and module in sys.modules
+    assert double.__name__ == f"{module}.double"
