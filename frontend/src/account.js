@@ -36,6 +36,7 @@ export class Account {
     this.app = app;
     this.me = null;
     this.capabilities = SCOPED_CAPABILITIES;
+    this.capabilitiesModel = ""; // the model this.capabilities were read for ("" when none is open)
     this.menu = document.getElementById("account-menu");
     this.tokens = null; // the dialogs, made when first opened
     this.password = null;
@@ -96,11 +97,13 @@ export class Account {
 
   async modelOpened(modelId) {
     this.capabilities = await this.capabilitiesOf(`model=${encodeURIComponent(modelId)}`);
-    this.apply(modelId);
+    this.capabilitiesModel = modelId;
+    this.apply();
   }
 
   modelClosed() {
     this.capabilities = SCOPED_CAPABILITIES;
+    this.capabilitiesModel = "";
     this.apply();
   }
 
@@ -114,11 +117,12 @@ export class Account {
     }
   }
 
-  apply(modelId = "") {
+  // also when who the user is arrives after the model opened (start()): the capabilities stay the open model's
+  apply() {
     const lacks = SCOPED_CAPABILITIES.filter((capability) => !this.capabilities.includes(capability));
     if (this.me && this.me.role === "guest") lacks.push("create"); // no uploads or new projects outside an invitation
     document.body.dataset.lacks = lacks.join(" ");
-    document.body.dataset.capabilitiesOf = modelId; // which model the hidden controls were decided for
+    document.body.dataset.capabilitiesOf = this.capabilitiesModel; // which model the hidden controls were decided for
   }
 
   can(capability) {
