@@ -14,7 +14,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django_tasks_db.management.commands.db_worker import Worker
 
-from coordination_app import services as coordination
+from coordination_app.jobs import CLASH_RUN, MAX_ATTEMPTS
 from coordination_app.models import Clash, ClashRun, ClashSighting
 from coordination_app.services.runs import runs_root
 from core import jobs
@@ -78,12 +78,12 @@ def dead_identity() -> str:
 def test_a_run_is_taken_by_the_clash_queue_and_answers_its_progress_and_summary(api, tower):
     project, structure, services = tower
     run_id = start(api, project)
-    assert [args for args in jobs.waiting_args(coordination.CLASH_RUN)] == [[run_id]]
+    assert [args for args in jobs.waiting_args(CLASH_RUN)] == [[run_id]]
     work_off_the_queue()
     run = run_of(api, project, run_id)
     assert (run["status"], run["progress"], run["error"], run["trigger"], run["staged"]) == ("done", {"phase": "done", "percent": 100}, "", "user", False)
     assert run["summary"] == {"new": 1, "active": 0, "resolved": 0, "missing": 0, "approved": 0, "total": 1}
-    assert run["startedAt"] and run["finishedAt"] and jobs.waiting_args(coordination.CLASH_RUN) == []
+    assert run["startedAt"] and run["finishedAt"] and jobs.waiting_args(CLASH_RUN) == []
     tests = ok(api.get(f"/api/v1/projects/{project.id}/clash-tests"))
     assert [(t["name"], t["lastRun"]["runId"], t["lastRun"]["summary"]["total"]) for t in tests] == [("ducts", run_id, 1)]
     assert [r["runId"] for r in ok(api.get(runs_url(project)))] == [run_id]
@@ -121,9 +121,9 @@ def test_cancel_a_queued_run_at_once_and_a_running_one_through_its_worker(api, t
     assert run_of(api, project, queued)["status"] == "cancelled" and not ClashSighting.objects.exists()
 
     running = start(api, project)
-    claimed = jobs.claim(coordination.CLASH_RUN, ClashRun.objects.filter(pk=running))
+    claimed = jobs.claim(CLASH_RUN, ClashRun.objects.filter(pk=running))
     assert ok(post(api, f"{runs_url(project)}/{running}/cancel", {}))["status"] == "running"  # asked; the worker stops it
-    jobs.run(coordination.CLASH_RUN, claimed)
+    jobs.run(CLASH_RUN, claimed)
     run = run_of(api, project, running)
     assert (run["status"], run["summary"]) == ("cancelled", None)
     assert not Clash.objects.exists() and not ClashSighting.objects.exists()
@@ -134,16 +134,16 @@ def test_a_run_whose_worker_keeps_dying_is_queued_again_then_fails(api, tower):
     project, _, _ = tower
     run_id = start(api, project)
     rows = ClashRun.objects.filter(pk=run_id)
-    kind = jobs.kind_named(coordination.CLASH_RUN)
-    for attempt in range(1, coordination.MAX_ATTEMPTS + 1):
+    kind = jobs.kind_named(CLASH_RUN)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
         assert jobs.claim(kind, rows).attempts == attempt
         rows.update(worker=dead_identity())
         (runs_root() / run_id).mkdir(parents=True, exist_ok=True)  # what it was meshing
         recovered = jobs.recover(kind)
         assert not (runs_root() / run_id).exists()
-        assert recovered == ([run_id] if attempt < coordination.MAX_ATTEMPTS else [])
+        assert recovered == ([run_id] if attempt < MAX_ATTEMPTS else [])
     run = run_of(api, project, run_id)
-    assert (run["status"], run["error"]) == ("failed", f"the clash worker died {coordination.MAX_ATTEMPTS} times while running this run")
+    assert (run["status"], run["error"]) == ("failed", f"the clash worker died {MAX_ATTEMPTS} times while running this run")
 
 
 def test_a_staged_run_compares_but_changes_no_clash(api, tower):
