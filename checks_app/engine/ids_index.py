@@ -206,6 +206,14 @@ def wrappers_in_bulk():
             cls.__setattr__ = own
 
 
+def _first_by_name(named: list) -> dict:
+    """name -> the first definition of that name in [(name, definition)]."""
+    first: dict = {}
+    for name, definition in named:
+        first.setdefault(name, definition)
+    return first
+
+
 class _DecidedOnce(dict):
     """value -> decide(value), decided the first time the value is asked about."""
 
@@ -386,7 +394,7 @@ class ModelIndex:
                 passed[position] = verdict
         return list(itertools.compress(elements, passed))
 
-    def _attribute_values(self, name: str, elements: list) -> list | None:
+    def _attribute_values(self, name: str, elements: list) -> tuple[list | None, bool]:
         """The attribute of each element: those read with the candidates when the elements are they, else each
         element's class and then its attribute by the class's index of it, in one sweep each; None when the
         attribute is not text as it is in one of their classes. And whether every value is known to be text or null
@@ -636,19 +644,13 @@ class ModelIndex:
         kind = self._pset_kind(element)
         if kind == "extended":  # IFC4+: its own extended property sets, no type
             own = [(definition.Name, definition) for definition in (getattr(element, "HasProperties", None) or ())]
-            own_first: dict = {}
-            for name, definition in own:
-                own_first.setdefault(name, definition)
-            context = ([], own, {}, own_first)
+            context = ([], own, {}, _first_by_name(own))
         elif kind == "object":
             element_type = self._type(element)
             type_psets = self._type_psets(element_type) if element_type is not None else ([], {})
             if type_psets is not None:
                 own = self._own_psets().get(element_id, [])
-                own_first = {}
-                for name, definition in own:
-                    own_first.setdefault(name, definition)
-                context = (type_psets[0], own, type_psets[1], own_first)
+                context = (type_psets[0], own, type_psets[1], _first_by_name(own))
         self.pset_contexts[element_id] = context
         return context
 
@@ -673,10 +675,7 @@ class ModelIndex:
         if type_id not in self.type_psets:
             if self._is(element_type, "IfcTypeObject"):
                 psets = [(definition[2], definition) for definition in (element_type.HasPropertySets or ())]
-                first: dict = {}
-                for name, definition in psets:
-                    first.setdefault(name, definition)
-                self.type_psets[type_id] = (psets, first)
+                self.type_psets[type_id] = (psets, _first_by_name(psets))
             else:
                 self.type_psets[type_id] = None
         return self.type_psets[type_id]

@@ -87,8 +87,8 @@ def _libxml2_schema() -> etree.XMLSchema:
     return etree.XMLSchema(tree)
 
 
-def prepare_validation(sender=None, **kwargs) -> None:
-    """Loads ifctester and builds the validator ahead of the first upload (a gateway_starting receiver)."""
+def prepare_validation() -> None:
+    """Loads ifctester and builds the validator ahead of the first upload."""
     _libxml2_schema()
 
 
