@@ -210,12 +210,13 @@ class App {
     await this.modelPanels(model);
   }
 
-  // the panels of the open model: overrides, issues, the chat, and the loaded panels that follow it
+  // the panels of the open model: overrides, issues, the chat, and the panels that follow it: those loaded, and the
+  // one whose tab was chosen before any model was open (its tab shows, and nothing had loaded it)
   async modelPanels(model) {
     await this.properties.loadOverrides();
     const loads = [this.issues.load()];
     if (this.panels.chat || this.tabShown("chat")) loads.push(this.panel("chat").then((chat) => chat.open(model)));
-    for (const name of FOLLOWING_PANELS) if (this.panels[name]) loads.push(this.panels[name].then((panel) => panel.load()));
+    for (const name of FOLLOWING_PANELS) if (this.panels[name] || this.tabShown(name)) loads.push(this.panel(name).then((panel) => panel.load()));
     await Promise.all(loads);
   }
 

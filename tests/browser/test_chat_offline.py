@@ -1,7 +1,9 @@
 """The web client without a language model (no llmAPIKey), in a real Chromium against the real processes: the chat
 panel says so, with how to configure one, as soon as it opens (before anything is sent); a message then gets the
 same note and changes nothing. And a panel whose request fails says why instead of staying empty: the script
-panel with the edit service down."""
+panel with the edit service down; a panel whose tab was chosen before the model opened loads once it has."""
+
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -52,6 +54,24 @@ def test_the_chat_says_up_front_that_no_language_model_is_configured(page, offli
     assert data(offline_stack.api("GET", f"/api/v1/models/{model_id}/edit/versions")) == versions
     assert data(offline_stack.api("GET", f"/api/v1/models/{model_id}/script/params")) == params
     page.shot("answered")
+
+
+def test_a_tab_chosen_before_the_model_opens_loads_its_panel_when_it_does(page, offline_stack, model_id):
+    held = []
+    page.route(lambda url: urlsplit(url).path == "/api/v1/models", lambda route: held.append(route))  # the model opens once answered
+    page.goto(f"{offline_stack.url}/#model={model_id}")
+    page.wait_for_function("document.body && document.body.dataset.app === 'ready'", timeout=60_000)
+    for _ in range(600):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the model list was never asked for"
+    page.click("[data-tab=script]")
+    assert page.evaluate("viewerApp.model") is None, "the model opened before its list was answered"
+    held[0].continue_()
+    wait_model_open(page)
+    page.locator("[data-testid=param-storeys]").wait_for(timeout=30_000)
+    assert page.locator("[data-testid=script-load-error]").is_hidden()
 
 
 def test_the_script_panel_says_why_when_its_requests_fail(page, offline_stack, model_id):
