@@ -72,6 +72,8 @@ def test_two_instances_side_by_side_and_sigterm_stops_everything(tmp_path):
     finally:
         survivors = []
         for process, *_ in (first, second):
+            if process.poll() is not None:
+                continue  # it ended early (the failure above says so): nothing of it to stop
             children = psutil.Process(process.pid).children(recursive=True)
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
