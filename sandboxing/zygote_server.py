@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import socket
 import sys
 import traceback
@@ -22,6 +23,8 @@ PR_SET_DUMPABLE = 4
 MESSAGE_BYTES = 4096
 GO = b"g"  # the worker has moved the child into its cgroup: the child may read its input
 NO_GO_EXIT_CODE = 3  # the worker gave the child up before its go: it ends without reading anything
+MADV_POPULATE_WRITE = 23  # Linux 5.14: fault the range in writable (copy-on-write pages copied)
+PAGE_PRESENT = 1 << 63  # of a /proc/PID/pagemap entry
 
 
 def prctl(option: int, value: int) -> None:
@@ -63,6 +66,36 @@ def await_go(job: dict, fds: dict[str, int], stdout: str) -> None:
     if os.read(fds["go"], 1) != GO:  # the worker gave up before moving this child into its cgroup
         os._exit(NO_GO_EXIT_CODE)
     cap_self(job)
+
+
+def copy_shared_memory(budget_bytes: int) -> int:
+    """Copies now the pages a forked child still shares with its zygote, so that its job does not pay a
+    copy-on-write fault on each page it first writes (the reference counts of every object it touches: 12-16 ms of
+    a 60 ms IDS check). Only private writable mappings, only the pages present (never new memory), and nothing when
+    they come to more than budget_bytes (the child's memory cap must leave its job room). Returns the bytes copied;
+    0 where the kernel cannot (before Linux 5.14, or /proc unreadable)."""
+    madvise = ctypes.CDLL(None, use_errno=True).madvise
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    page = os.sysconf("SC_PAGE_SIZE")
+    runs = []  # (address, bytes) of the present pages
+    try:
+        with open("/proc/self/maps") as maps, open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
+            regions = [line.split(maxsplit=2)[:2] for line in maps]
+            for bounds, permissions in regions:
+                if permissions != "rw-p":
+                    continue
+                start, end = (int(bound, 16) for bound in bounds.split("-"))
+                pagemap.seek(start // page * 8)
+                present = pagemap.read((end - start) // page * 8)[7::8].translate(_PRESENT_FLAGS)  # each entry's top byte
+                runs += [(start + run.start() * page, (run.end() - run.start()) * page) for run in re.finditer(rb"\x01+", present)]
+    except OSError:
+        return 0
+    if sum(size for _, size in runs) > budget_bytes:
+        return 0
+    return sum(size for address, size in runs if madvise(address, size, MADV_POPULATE_WRITE) == 0)
+
+
+_PRESENT_FLAGS = bytes(1 if byte & (PAGE_PRESENT >> 56) else 0 for byte in range(256))  # little-endian: bit 63 in byte 7
 
 
 def cap_self(job: dict) -> None:

@@ -9,13 +9,14 @@ model).
 Talks to its worker over a Unix seqpacket socket (fd N). A child is forked ahead of its check (the worker's spare,
 runner.py): one message {"fds": ["go", "progress", "stderr"]} with those descriptors attached (SCM_RIGHTS). The
 zygote answers {"ready": pid} once warm, {"forked": pid} per child and {"exited": pid, "status": code} when that
-child has ended (a negative code is the signal that killed it). The child waits on its `go` socket until the worker,
-having moved it into the check's own cgroup (memory and process caps), hands it its job: one message
-{"cpu_seconds": n, "memory_bytes": n} with the descriptors of the IFC, the job file and the result file attached
-(an end of `go` without a message: it exits 3 without reading anything). It then caps its CPU time (and its address
-space when there is no cgroup), and only then reads the IFC; it runs checks_app.engine.child's check with progress
-on its stdout and errors on its stderr. The zygote never touches a check's files, starts no thread and is not
-dumpable; one child at a time.
+child has ended (a negative code is the signal that killed it). The child waits on its `go` socket: first for {JOINED: n}
+(the worker has moved it into the check's own cgroup, with its memory and process caps), upon which a spare with
+time to wait copies the memory it shares with the zygote when that is at most n bytes
+(sandboxing.zygote_server.copy_shared_memory, charged to its own cgroup), then for its job: one message {"cpu_seconds": n, "memory_bytes": n} with the descriptors of the
+IFC, the job file and the result file attached (an end of `go` without a message: it exits 3 without reading
+anything). It then caps its CPU time (and its address space when there is no cgroup), and only then reads the IFC;
+it runs checks_app.engine.child's check with progress on its stdout and errors on its stderr. The zygote never
+touches a check's files, starts no thread and is not dumpable; one child at a time.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import gc
 import importlib
 import json
 import os
+import select
 import socket
 import sys
 import types
@@ -35,6 +37,7 @@ from sandboxing.zygote_server import (
     PR_SET_DUMPABLE,
     PR_SET_PDEATHSIG,
     cap_self,
+    copy_shared_memory,
     exit_after,
     prctl,
     send,
@@ -45,6 +48,9 @@ MAX_FDS = 8
 FDS = ("go", "progress", "stderr")  # the child's, when it is forked
 JOB_FDS = ("ifc", "job", "out")  # handed over with its job on `go`
 RESULT_WRITTEN = "resultWritten"  # the child's last progress line when its result is complete
+# the first message on `go`, {JOINED: bytes}: the child is in its cgroup, and may copy that much of the memory it
+# shares with the zygote ahead of its job
+JOINED = "joinedCopyBytes"
 
 
 def _child(_fork: dict, fds: dict[str, int]) -> NoReturn:
@@ -64,10 +70,15 @@ def _child(_fork: dict, fds: dict[str, int]) -> NoReturn:
 
 
 def _await_job(go_fd: int) -> tuple[dict, dict[str, int]]:
-    """Waits on `go` for the job and its descriptors (the worker has moved this process into its cgroup by then),
-    then caps the CPU time (job["cpu_seconds"]) and, without a cgroup, the address space (job["memory_bytes"])."""
+    """Waits on `go` for JOINED (then copies the memory shared with the zygote, unless the job is there already) and
+    for the job and its descriptors, then caps the CPU time (job["cpu_seconds"]) and, without a cgroup, the address
+    space (job["memory_bytes"])."""
     go = socket.socket(fileno=go_fd)
     message, fds, _, _ = socket.recv_fds(go, MESSAGE_BYTES, len(JOB_FDS))
+    if message and not fds and JOINED in (joined := json.loads(message)):
+        if not select.select([go], [], [], 0)[0]:  # a spare waiting for a check, not a check waiting for its child
+            copy_shared_memory(joined[JOINED])
+        message, fds, _, _ = socket.recv_fds(go, MESSAGE_BYTES, len(JOB_FDS))
     if not message:  # the worker gave this child up
         os._exit(NO_GO_EXIT_CODE)
     if len(fds) != len(JOB_FDS):

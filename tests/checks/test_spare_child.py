@@ -2,11 +2,13 @@
 (checks_app/engine/runner.py): a check hands the spare its job instead of forking and joining on its own path. The
 spare keeps every guarantee a child forked for the check had: its cgroup with both caps before it reads anything, one
 check per spare, a spare that died or whose zygote was replaced never used, its cgroup removed after its exit or
-when the worker stops (real bubblewrap, real cgroups)."""
+when the worker stops (real bubblewrap, real cgroups). Once in its cgroup, a spare copies the memory it shares with
+the zygote, so its check pays no copy-on-write faults; never more than its cap leaves room for."""
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import signal
 import time
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from checks_app.engine import runner
+from sandboxing.zygote_server import copy_shared_memory
 from checks_app.engine.runner import RESULT_FILE, run_check_process
 from models_app.conversion.sandbox import ConversionLimits
 from tests.helpers import poll, sample, skip_without_run_cgroups
@@ -83,6 +86,52 @@ def test_warm_up_makes_a_spare_already_in_its_capped_cgroup_and_a_check_takes_it
     assert outcome.ok, outcome.error
     assert forks["fresh"] == 0 and forks["ran_in"] == [(spare.host_pid, [str(d) for d in spare.cgroup.directories])]
     assert result(tmp_path, "first")["summary"]["specifications"] == 13
+
+
+def test_a_spare_copies_what_it_shares_with_its_zygote_into_its_own_cgroup_while_it_waits(tmp_path, forks):
+    runner.warm_up(LIMITS)
+    spare = settled_spare()
+    charged = poll(lambda: int(cgroup_file(spare, "memory.current", "memory.usage_in_bytes")), lambda used: used > 20 * 2**20, timeout=30)
+    assert charged < LIMITS.memory_bytes // runner.COPY_SHARE_OF_CAP + 16 * 2**20  # the budget, and the little a child uses of its own
+    assert "\nState:\tS" in Path(f"/proc/{spare.host_pid}/status").read_text()  # copied, and waiting on `go` again
+    assert check(tmp_path, "after").ok and forks["fresh"] == 0
+
+
+def _in_forked_child(measure) -> dict:
+    """measure() run in a child forked from this process (its memory shared with it), its answer returned."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            os.write(write, json.dumps(measure()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        text = answer.read()
+    os.waitpid(pid, 0)
+    return json.loads(text)
+
+
+def _private_bytes() -> int:
+    with open("/proc/self/smaps_rollup") as rollup:
+        return sum(int(line.split()[1]) * 1024 for line in rollup if line.startswith(("Private_Clean:", "Private_Dirty:")))
+
+
+def test_copying_shared_memory_copies_the_present_pages_only_and_nothing_over_the_budget():
+    kept = [str(number) for number in range(400_000)]  # ~25 MB present in this process, so shared with the child
+    untouched = mmap.mmap(-1, 512 * 2**20)  # mapped, never touched: nothing to copy
+
+    def copied(budget: int) -> dict:
+        before = _private_bytes()
+        return {"copied": copy_shared_memory(budget), "grew": _private_bytes() - before}
+
+    everything = _in_forked_child(lambda: copied(2**40))
+    assert 20 * 2**20 < everything["copied"] < 512 * 2**20 and everything["grew"] >= everything["copied"] * 0.9
+    over_budget = _in_forked_child(lambda: copied(everything["copied"] // 2))
+    assert over_budget["copied"] == 0 and over_budget["grew"] < 4 * 2**20
+    assert len(kept) == 400_000 and len(untouched) == 512 * 2**20
 
 
 def test_each_spare_serves_one_check_and_its_cgroup_goes_after_it(tmp_path, forks):
