@@ -9,14 +9,15 @@ model).
 Talks to its worker over a Unix seqpacket socket (fd N). A child is forked ahead of its check (the worker's spare,
 runner.py): one message {"fds": ["go", "progress", "stderr"]} with those descriptors attached (SCM_RIGHTS). The
 zygote answers {"ready": pid} once warm, {"forked": pid} per child and {"exited": pid, "status": code} when that
-child has ended (a negative code is the signal that killed it). The child waits on its `go` socket: first for {JOINED: n}
-(the worker has moved it into the check's own cgroup, with its memory and process caps), upon which a spare with
-time to wait copies the memory it shares with the zygote when that is at most n bytes
-(sandboxing.zygote_server.copy_shared_memory, charged to its own cgroup), then for its job: one message {"cpu_seconds": n, "memory_bytes": n} with the descriptors of the
-IFC, the job file and the result file attached (an end of `go` without a message: it exits 3 without reading
-anything). It then caps its CPU time (and its address space when there is no cgroup), and only then reads the IFC;
-it runs checks_app.engine.child's check with progress on its stdout and errors on its stderr. The zygote never
-touches a check's files, starts no thread and is not dumpable; one child at a time.
+child has ended (a negative code is the signal that killed it). The child waits on its `go` socket: first for
+{JOINED: n} (the worker has moved it into the check's own cgroup, with its memory and process caps), upon which it
+copies the memory it shares with the zygote, when that is at most n bytes, until its job comes
+(sandboxing.zygote_server.copy_shared_memory, charged to its own cgroup); then for its job: one message
+{"cpu_seconds": n, "memory_bytes": n} with the descriptors of the IFC, the job file and the result file attached
+(an end of `go` without a message: it exits 3 without reading anything). It then caps its CPU time (and its address
+space when there is no cgroup), and only then reads the IFC; it runs checks_app.engine.child's check with progress on
+its stdout and errors on its stderr. The zygote never touches a check's files, starts no thread and is not
+dumpable; one child at a time.
 """
 
 from __future__ import annotations
@@ -70,14 +71,13 @@ def _child(_fork: dict, fds: dict[str, int]) -> NoReturn:
 
 
 def _await_job(go_fd: int) -> tuple[dict, dict[str, int]]:
-    """Waits on `go` for JOINED (then copies the memory shared with the zygote, unless the job is there already) and
-    for the job and its descriptors, then caps the CPU time (job["cpu_seconds"]) and, without a cgroup, the address
-    space (job["memory_bytes"])."""
+    """Waits on `go` for JOINED (then copies the memory shared with the zygote until the job is there) and for the
+    job and its descriptors, then caps the CPU time (job["cpu_seconds"]) and, without a cgroup, the address space
+    (job["memory_bytes"])."""
     go = socket.socket(fileno=go_fd)
     message, fds, _, _ = socket.recv_fds(go, MESSAGE_BYTES, len(JOB_FDS))
     if message and not fds and JOINED in (joined := json.loads(message)):
-        if not select.select([go], [], [], 0)[0]:  # a spare waiting for a check, not a check waiting for its child
-            copy_shared_memory(joined[JOINED])
+        copy_shared_memory(joined[JOINED], interrupted=lambda: bool(select.select([go], [], [], 0)[0]))  # until the job comes
         message, fds, _, _ = socket.recv_fds(go, MESSAGE_BYTES, len(JOB_FDS))
     if not message:  # the worker gave this child up
         os._exit(NO_GO_EXIT_CODE)

@@ -5,10 +5,12 @@ refused at upload with their line."""
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from checks_app.engine.child import UNRUNNABLE_IDS_EXIT_CODE, check_files
 from checks_app.engine.ids_engine import Restriction
 from checks_app.engine.xsd_patterns import PatternUnsupported, compile_xsd_pattern, xsd_pattern_matches, xsd_to_re2
 from checks_app.models import IdsDocument, IdsFile
@@ -113,6 +115,18 @@ def test_a_hostile_pattern_is_decided_at_once_by_the_check_child(tmp_path):
     specifications = json.loads((tmp_path / "result.json").read_text())["specifications"]
     failing = [{failure["guid"] for failure in spec["failures"]} for spec in specifications]
     assert failing == [{WALL_GUIDS["A"], WALL_GUIDS["C"]}, {WALL_GUIDS["A"], WALL_GUIDS["B"]}]
+
+
+@pytest.mark.parametrize("readable_ifc, code, said", [(True, UNRUNNABLE_IDS_EXIT_CODE, "the IDS cannot be checked"), (False, 2, "cannot read the IFC")])
+def test_the_child_says_what_failed_of_the_ifc_it_opens_and_the_ids_it_reads_meanwhile(tmp_path, capsys, readable_ifc, code, said):
+    ifc = write_walls_ifc(tmp_path / "model.ifc", names={"A": "aaab"}) if readable_ifc else tmp_path / "model.ifc"
+    if not readable_ifc:
+        ifc.write_text("ISO-10303-21;\nnot a model\n")
+    (tmp_path / "job.json").write_text(json.dumps({"ids": [{"name": "names.ids", "content": names_ids("[A-Z]{1001}")}], "overrides": None}))
+    assert check_files(ifc, tmp_path / "job.json", tmp_path / "result.json") == code
+    assert said in capsys.readouterr().err
+    assert not [thread for thread in threading.enumerate() if thread.name == "ifc-open"]  # the opening thread ended with the check
+    assert not (tmp_path / "result.json").exists()
 
 
 @pytest.mark.django_db(transaction=True)

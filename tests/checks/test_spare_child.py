@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from checks_app.engine import runner
-from sandboxing.zygote_server import copy_shared_memory
+from sandboxing.zygote_server import COPY_CHUNK_BYTES, copy_shared_memory
 from checks_app.engine.runner import RESULT_FILE, run_check_process
 from models_app.conversion.sandbox import ConversionLimits
 from tests.helpers import poll, sample, skip_without_run_cgroups
@@ -82,9 +82,10 @@ def test_warm_up_makes_a_spare_already_in_its_capped_cgroup_and_a_check_takes_it
     assert cgroup_file(spare, "memory.max", "memory.limit_in_bytes") == str(LIMITS.memory_bytes)
     assert cgroup_file(spare, "pids.max", "pids.max") == str(LIMITS.processes)
     assert all(spare.host_pid in {int(pid) for pid in (d / "cgroup.procs").read_text().split()} for d in spare.cgroup.directories)
+    directories = [str(d) for d in spare.cgroup.directories]  # read now: the cgroup goes once the check's child has exited
     outcome = check(tmp_path, "first")
     assert outcome.ok, outcome.error
-    assert forks["fresh"] == 0 and forks["ran_in"] == [(spare.host_pid, [str(d) for d in spare.cgroup.directories])]
+    assert forks["fresh"] == 0 and forks["ran_in"] == [(spare.host_pid, directories)]
     assert result(tmp_path, "first")["summary"]["specifications"] == 13
 
 
@@ -93,7 +94,7 @@ def test_a_spare_copies_what_it_shares_with_its_zygote_into_its_own_cgroup_while
     spare = settled_spare()
     charged = poll(lambda: int(cgroup_file(spare, "memory.current", "memory.usage_in_bytes")), lambda used: used > 20 * 2**20, timeout=30)
     assert charged < LIMITS.memory_bytes // runner.COPY_SHARE_OF_CAP + 16 * 2**20  # the budget, and the little a child uses of its own
-    assert "\nState:\tS" in Path(f"/proc/{spare.host_pid}/status").read_text()  # copied, and waiting on `go` again
+    poll(lambda: Path(f"/proc/{spare.host_pid}/status").read_text(), lambda status: "\nState:\tS" in status, timeout=30)  # done: on `go` again
     assert check(tmp_path, "after").ok and forks["fresh"] == 0
 
 
@@ -131,6 +132,9 @@ def test_copying_shared_memory_copies_the_present_pages_only_and_nothing_over_th
     assert 20 * 2**20 < everything["copied"] < 512 * 2**20 and everything["grew"] >= everything["copied"] * 0.9
     over_budget = _in_forked_child(lambda: copied(everything["copied"] // 2))
     assert over_budget["copied"] == 0 and over_budget["grew"] < 4 * 2**20
+    asked = []
+    interrupted = _in_forked_child(lambda: copy_shared_memory(2**40, interrupted=lambda: asked.append(1) or len(asked) > 3))
+    assert 0 < interrupted <= 3 * COPY_CHUNK_BYTES < everything["copied"]  # three chunks at most, then the job came
     assert len(kept) == 400_000 and len(untouched) == 512 * 2**20
 
 
