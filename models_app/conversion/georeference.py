@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import ifcopenshell
-import ifcopenshell.util.element
-import ifcopenshell.util.placement
-import ifcopenshell.util.unit
 import numpy as np
+
+if TYPE_CHECKING:
+    import ifcopenshell
 
 GEOREFERENCE_FILE = "georeference.json"  # in the model's folder, written by the conversion with this module's answer
 MAP_CONVERSION = "map-conversion"
@@ -57,6 +57,7 @@ def georeference(ifc: ifcopenshell.file | str | Path) -> dict:
     """{"source": "map-conversion" | "epset-map-conversion" | "site" | "none", "matrix": 16 floats (column-major
     4x4, model IFC world in metres -> map frame in metres), "crs": the target CRS's name or None} of an IFC model
     (an open file or a path)."""
+    _import_ifcopenshell()
     if not isinstance(ifc, ifcopenshell.file):
         ifc = ifcopenshell.open(str(ifc))
     project_unit = ifcopenshell.util.unit.calculate_unit_scale(ifc) if ifc.by_type("IfcProject") else 1.0
@@ -67,6 +68,16 @@ def georeference(ifc: ifcopenshell.file | str | Path) -> dict:
     source, parameters, map_unit, crs = found
     matrix = helmert_matrix(parameters, project_unit=project_unit, map_unit=map_unit) @ np.linalg.inv(_wcs(ifc, project_unit))
     return {"source": source, "matrix": column_major(matrix), "crs": crs}
+
+
+def _import_ifcopenshell() -> None:
+    """Imports ifcopenshell (~150 ms) for this module's readers on their first use, not with the module: the
+    gateway imports the constants and matrices here in every process and reads a model only for an old model."""
+    global ifcopenshell
+    import ifcopenshell
+    import ifcopenshell.util.element
+    import ifcopenshell.util.placement
+    import ifcopenshell.util.unit  # noqa: F401
 
 
 def matrix_of(answer: dict) -> np.ndarray:

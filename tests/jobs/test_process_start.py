@@ -1,7 +1,8 @@
 """What a process of the gateway loads as Django starts: the apps register their job kinds and receivers without
 importing the engines behind them (the chat agent's LLM client, ifctester, the BCF library, the clash engine, numpy,
-ifcopenshell), which cost a second of processor time at every start of every worker and manage.py command; a use case
-named by on_first_call is imported when it is first called."""
+ifcopenshell), which cost a second of processor time at every start of every worker and manage.py command; nor does
+the gateway's URLconf load the engines that read models (ifcopenshell: ~150 ms per gateway); a use case named by
+on_first_call is imported when it is first called."""
 
 import json
 import os
@@ -14,13 +15,26 @@ from tests.e2e.stack import ROOT
 ENGINES = ("openai", "ifctester", "xmlschema", "bcf", "numpy", "ifcopenshell", "psycopg")
 
 
-def test_django_starts_without_the_engines(tmp_path):
-    code = f"import django, json, sys; django.setup(); print(json.dumps([m for m in {ENGINES!r} if m in sys.modules]))"
+# what the gateway's every route and view may not load with them (read models and run checks elsewhere, or lazily)
+MODEL_ENGINES = ("openai", "ifctester", "xmlschema", "ifcopenshell")
+
+
+def loaded_after(tmp_path, start: str, engines: tuple[str, ...]) -> list[str]:
+    code = f"import django, json, sys; django.setup(); {start}; print(json.dumps([m for m in {engines!r} if m in sys.modules]))"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_"))}
     env.update(DJANGO_SETTINGS_MODULE="viewer_gateway.settings", VIEWER_DATA_DIR=str(tmp_path))
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.splitlines()[-1]) == []
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_django_starts_without_the_engines(tmp_path):
+    assert loaded_after(tmp_path, "pass", ENGINES) == []
+
+
+def test_the_gateway_loads_every_route_without_a_model_reading_engine(tmp_path):
+    start = "import viewer_gateway.asgi; from django.urls import get_resolver; assert get_resolver().url_patterns"
+    assert loaded_after(tmp_path, start, MODEL_ENGINES) == []
 
 
 def test_a_use_case_named_by_its_path_is_imported_on_its_first_call():
