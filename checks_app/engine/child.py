@@ -60,8 +60,12 @@ class _Opening:
 
     def __init__(self, path: Path):
         self._outcome: object = None
-        self._thread = threading.Thread(target=self._open, args=(path,), name="ifc-open")
-        self._thread.start()
+        self._thread: threading.Thread | None = threading.Thread(target=self._open, args=(path,), name="ifc-open")
+        try:
+            self._thread.start()
+        except RuntimeError:  # no thread to be had (the cgroup's task cap): opened here, before the IDS is read
+            self._thread = None
+            self._open(path)
 
     def _open(self, path: Path) -> None:
         import ifcopenshell
@@ -72,7 +76,8 @@ class _Opening:
             self._outcome = exc
 
     def result(self):
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         return self._outcome
 
 

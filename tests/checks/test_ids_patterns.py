@@ -129,6 +129,17 @@ def test_the_child_says_what_failed_of_the_ifc_it_opens_and_the_ids_it_reads_mea
     assert not (tmp_path / "result.json").exists()
 
 
+def test_the_child_opens_the_ifc_itself_when_no_thread_can_be_started(tmp_path, monkeypatch):
+    def refused(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    ifc = write_walls_ifc(tmp_path / "model.ifc", names={"A": "aaab"})
+    (tmp_path / "job.json").write_text(json.dumps({"ids": [{"name": "names.ids", "content": names_ids(".*")}], "overrides": None}))
+    assert check_files(ifc, tmp_path / "job.json", tmp_path / "result.json") == 0
+    assert [spec["status"] for spec in json.loads((tmp_path / "result.json").read_text())["specifications"]] == ["pass"]
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.storage
 @pytest.mark.parametrize("pattern, reason", [("[A-Z]{1001}", "RE2"), ("[A-Z]+?", "not an XSD regular expression")])
