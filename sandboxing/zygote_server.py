@@ -76,6 +76,8 @@ def copy_shared_memory(budget_bytes: int, interrupted: Callable[[], bool] = lamb
     they come to more than budget_bytes (the child's memory cap must leave its job room). Stops between chunks of
     COPY_CHUNK_BYTES (~1 ms each) once interrupted() says so: the job has come. Returns the bytes copied; 0 where the
     kernel cannot (before Linux 5.14, or /proc unreadable)."""
+    if interrupted():  # a child forked for a waiting job: nothing to copy ahead
+        return 0
     madvise = ctypes.CDLL(None, use_errno=True).madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     page = os.sysconf("SC_PAGE_SIZE")
