@@ -131,7 +131,7 @@ def test_copying_shared_memory_copies_the_present_pages_only_and_nothing_over_th
     everything = _in_forked_child(lambda: copied(2**40))
     assert 20 * 2**20 < everything["copied"] < 512 * 2**20 and everything["grew"] >= everything["copied"] * 0.9
     over_budget = _in_forked_child(lambda: copied(everything["copied"] // 2))
-    assert over_budget["copied"] == 0 and over_budget["grew"] < 4 * 2**20
+    assert over_budget["copied"] == 0 and over_budget["grew"] < everything["grew"] / 2  # only what the look itself wrote
     asked = []
     interrupted = _in_forked_child(lambda: copy_shared_memory(2**40, interrupted=lambda: asked.append(1) or len(asked) > 3))
     assert 0 < interrupted <= 3 * COPY_CHUNK_BYTES < everything["copied"]  # three chunks at most, then the job came
