@@ -18,3 +18,6 @@ from viewer_gateway.settings import *  # noqa: E402,F403
 # Django's own advice for test runs: a cheap hasher first (checks of stored passwords, OAuth2 client secrets and the
 # hashes tests make). PBKDF2 stays listed, so a hash made with it still verifies; the deployed settings are untouched.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+
+if DATABASES.get("default", {}).get("ENGINE") == "django.db.backends.postgresql":  # noqa: F405
+    DATABASES["default"]["ENGINE"] = "tests.pg_backend"  # noqa: F405 - Django's, with a faster flush between tests
