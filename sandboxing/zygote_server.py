@@ -26,6 +26,7 @@ NO_GO_EXIT_CODE = 3  # the worker gave the child up before its go: it ends witho
 MADV_POPULATE_WRITE = 23  # Linux 5.14: fault the range in writable (copy-on-write pages copied)
 PAGE_PRESENT = 1 << 63  # of a /proc/PID/pagemap entry
 COPY_CHUNK_BYTES = 2 * 1024 * 1024
+PAGEMAP_WINDOW_PAGES = 65536  # 512 KB of /proc/PID/pagemap (256 MB of memory) read at a time
 
 
 def prctl(option: int, value: int) -> None:
@@ -81,7 +82,7 @@ def copy_shared_memory(budget_bytes: int, interrupted: Callable[[], bool] = lamb
     madvise = ctypes.CDLL(None, use_errno=True).madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     page = os.sysconf("SC_PAGE_SIZE")
-    runs = []  # (address, bytes) of the present pages
+    runs, present_bytes = [], 0  # (address, bytes) of the present pages
     try:
         with open("/proc/self/maps") as maps, open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
             regions = [line.split(maxsplit=2)[:2] for line in maps]
@@ -89,12 +90,16 @@ def copy_shared_memory(budget_bytes: int, interrupted: Callable[[], bool] = lamb
                 if permissions != "rw-p":
                     continue
                 start, end = (int(bound, 16) for bound in bounds.split("-"))
-                pagemap.seek(start // page * 8)
-                present = pagemap.read((end - start) // page * 8)[7::8].translate(_PRESENT_FLAGS)  # each entry's top byte
-                runs += [(start + run.start() * page, (run.end() - run.start()) * page) for run in re.finditer(rb"\x01+", present)]
+                for window in range(start, end, PAGEMAP_WINDOW_PAGES * page):  # a huge reservation read piece by piece
+                    pages = min(PAGEMAP_WINDOW_PAGES, (end - window) // page)
+                    pagemap.seek(window // page * 8)
+                    present = pagemap.read(pages * 8)[7::8].translate(_PRESENT_FLAGS)  # each entry's top byte
+                    found = [(window + run.start() * page, (run.end() - run.start()) * page) for run in re.finditer(rb"\x01+", present)]
+                    runs += found
+                    present_bytes += sum(size for _, size in found)
+                    if present_bytes > budget_bytes:
+                        return 0
     except OSError:
-        return 0
-    if sum(size for _, size in runs) > budget_bytes:
         return 0
     copied = 0
     for address, size in runs:
