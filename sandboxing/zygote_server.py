@@ -10,6 +10,7 @@ keeps only the forking thread) and never touches a job's files."""
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import re
@@ -107,8 +108,11 @@ def copy_shared_memory(budget_bytes: int, interrupted: Callable[[], bool] = lamb
             if interrupted():
                 return copied
             chunk = min(COPY_CHUNK_BYTES, size - offset)
-            if madvise(address + offset, chunk, MADV_POPULATE_WRITE) == 0:
-                copied += chunk
+            if madvise(address + offset, chunk, MADV_POPULATE_WRITE) != 0:
+                if ctypes.get_errno() == errno.EINVAL:  # a kernel before 5.14: nothing can be copied
+                    return copied
+                continue
+            copied += chunk
     return copied
 
 

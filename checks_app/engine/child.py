@@ -56,7 +56,10 @@ def _read_ids(source):
 
 
 class _Opening:
-    """ifcopenshell.open(path) on a thread of its own; result() waits for the file (or the exception it raised)."""
+    """ifcopenshell.open(path) on a thread of its own; result() waits for the file, or the Exception it raised (a
+    MemoryError, or anything that is no Exception, is raised again: the check's memory exit, or a crash). The order
+    of the file's instance identities (the hashes that order ifctester's sets) stays as without the thread only
+    because reading the IDS creates no ifcopenshell instance meanwhile."""
 
     def __init__(self, path: Path):
         self._outcome: object = None
@@ -72,12 +75,14 @@ class _Opening:
 
         try:
             self._outcome = ifcopenshell.open(str(path))
-        except Exception as exc:  # noqa: BLE001 - handed to the check, which says it
+        except BaseException as exc:  # noqa: BLE001 - handed to the check's thread, which says it or raises it
             self._outcome = exc
 
     def result(self):
         if self._thread is not None:
             self._thread.join()
+        if isinstance(self._outcome, MemoryError) or (isinstance(self._outcome, BaseException) and not isinstance(self._outcome, Exception)):
+            raise self._outcome
         return self._outcome
 
 

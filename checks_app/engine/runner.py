@@ -13,8 +13,9 @@ A spare child: while the worker is idle, the next check's child is already forke
 (its caps written), waiting on its `go` socket; a check then hands it the job (its limits, with the descriptors of
 the IFC, the job file and the result file attached) instead of paying the cgroup's creation (~1 ms), the fork (3-4
 ms) and the join (~13 ms: an RCU grace period) itself. Once joined, the spare copies the memory it shares with the
-zygote (~60 MB, charged to its cgroup; only when that is at most 1/8 of its memory cap), so its check pays no
-copy-on-write faults: 12-16 ms of a 60 ms check of a small model. A spare is made by warm_up and after each check (once the
+zygote (~60 MB, charged to its cgroup when it has one; only when that is at most 1/8 of its memory cap, which its
+check then has that much less of), so its check pays no copy-on-write faults: 12-16 ms of a 60 ms check of a small
+model. A child forked for a waiting check copies nothing ahead. A spare is made by warm_up and after each check (once the
 last child has exited and its cgroup is gone), used by one check only, and not used when it died or its zygote was
 replaced (a fresh one is made for the check then, as before); a worker that stops kills it and removes its cgroup
 (at exit; after a SIGKILL, the next start's sweep of stale run cgroups removes it)."""
@@ -323,12 +324,13 @@ def _pending(control: socket.socket | None) -> bool:
 
 
 def _fresh_spare(zygote: CheckZygote, deadline: float) -> _Spare:
-    """A child made for this check now, by its running zygote (no usable spare). Apart from _fork_spare, which the
-    idle refill calls too, so that a check's own forks can be told (and counted by the tests) from the spares."""
-    return _fork_spare(zygote, deadline)
+    """A child made for this check now, by its running zygote (no usable spare): it copies nothing ahead, its job
+    follows at once. Apart from _fork_spare, which the idle refill calls too, so that a check's own forks can be told
+    (and counted by the tests) from the spares."""
+    return _fork_spare(zygote, deadline, copy_ahead=False)
 
 
-def _fork_spare(zygote: CheckZygote, deadline: float) -> _Spare:
+def _fork_spare(zygote: CheckZygote, deadline: float, copy_ahead: bool = True) -> _Spare:
     """Makes a run cgroup (the zygote's limits), forks a child from the running zygote and moves it into the cgroup;
     the child waits on its go socket. IsolationUnavailable (no cgroup), _JoinFailed, or the zygote's errors (the
     zygote stopped then)."""
@@ -352,8 +354,9 @@ def _fork_spare(zygote: CheckZygote, deadline: float) -> _Spare:
             spare.close()  # no job: the child ends without reading anything
             _expect_exit(zygote, time.monotonic() + STOP_SECONDS)
             raise _JoinFailed() from None
-        with contextlib.suppress(OSError):  # a child already gone: its check finds out when it hands the job
-            go.send(json.dumps({JOINED: zygote.limits.memory_bytes // COPY_SHARE_OF_CAP}).encode())
+        if copy_ahead:
+            with contextlib.suppress(OSError):  # a child already gone: its check finds out when it hands the job
+                go.send(json.dumps({JOINED: zygote.limits.memory_bytes // COPY_SHARE_OF_CAP}).encode())
         return spare
     except BaseException:
         spare.close()

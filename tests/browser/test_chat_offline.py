@@ -58,7 +58,8 @@ def test_the_chat_says_up_front_that_no_language_model_is_configured(page, offli
 
 def test_a_tab_chosen_before_the_model_opens_loads_its_panel_when_it_does(page, offline_stack, model_id):
     held = []
-    page.route(lambda url: urlsplit(url).path == "/api/v1/models", lambda route: held.append(route))  # the model opens once answered
+    model_list = lambda url: urlsplit(url).path == "/api/v1/models"  # noqa: E731 - the same matcher for unroute
+    page.route(model_list, lambda route: held.append(route))  # the model opens once answered
     page.goto(f"{offline_stack.url}/#model={model_id}")
     page.wait_for_function("document.body && document.body.dataset.app === 'ready'", timeout=60_000)
     for _ in range(600):
@@ -69,6 +70,7 @@ def test_a_tab_chosen_before_the_model_opens_loads_its_panel_when_it_does(page, 
     page.click("[data-tab=script]")
     assert page.evaluate("viewerApp.model") is None, "the model opened before its list was answered"
     held[0].continue_()
+    page.unroute(model_list)
     wait_model_open(page)
     page.locator("[data-testid=param-storeys]").wait_for(timeout=30_000)
     assert page.locator("[data-testid=script-load-error]").is_hidden()

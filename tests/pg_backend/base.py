@@ -9,7 +9,7 @@ from django.db.backends.postgresql import base
 
 class DatabaseOperations(base.DatabaseOperations):
     def sql_flush(self, style, tables, *, reset_sequences=False, allow_cascade=False):
-        if reset_sequences or not tables:
+        if reset_sequences or allow_cascade or not tables:  # as Django does it: TRUNCATE ... RESTART IDENTITY / CASCADE
             return super().sql_flush(style, tables, reset_sequences=reset_sequences, allow_cascade=allow_cascade)
         return [f"{style.SQL_KEYWORD('DELETE FROM')} {style.SQL_FIELD(self.quote_name(table))};" for table in tables]
 
