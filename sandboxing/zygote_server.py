@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import json
+import mmap
 import os
 import re
 import socket
@@ -30,8 +31,12 @@ COPY_CHUNK_BYTES = 2 * 1024 * 1024
 PAGEMAP_WINDOW_PAGES = 65536  # 512 KB of /proc/PID/pagemap (256 MB of memory) read at a time
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_LIBC.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+
+
 def prctl(option: int, value: int) -> None:
-    ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    _LIBC.prctl(option, value, 0, 0, 0)
 
 
 def send(control: socket.socket, message: dict) -> None:
@@ -80,10 +85,31 @@ def copy_shared_memory(budget_bytes: int, interrupted: Callable[[], bool] = lamb
     kernel cannot (before Linux 5.14, or /proc unreadable)."""
     if interrupted():  # a child forked for a waiting job: nothing to copy ahead
         return 0
-    madvise = ctypes.CDLL(None, use_errno=True).madvise
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    runs = _present_runs(budget_bytes)
+    copied = 0
+    for address, size in runs or ():
+        for offset in range(0, size, COPY_CHUNK_BYTES):
+            if interrupted():
+                return copied
+            chunk = min(COPY_CHUNK_BYTES, size - offset)
+            if _LIBC.madvise(address + offset, chunk, MADV_POPULATE_WRITE) == 0:
+                copied += chunk
+            elif ctypes.get_errno() == errno.EINVAL:  # a kernel before 5.14: nothing can be copied
+                return copied
+    return copied
+
+
+def populate_write_supported() -> bool:
+    """Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14), asked of one new page of this process's own."""
+    page = mmap.mmap(-1, mmap.PAGESIZE)
+    return _LIBC.madvise(ctypes.addressof(ctypes.c_char.from_buffer(page)), mmap.PAGESIZE, MADV_POPULATE_WRITE) == 0
+
+
+def _present_runs(budget_bytes: int) -> list[tuple[int, int]] | None:
+    """(address, bytes) of each run of present pages in this process's private writable mappings, read from its page
+    map; None when they come to more than budget_bytes, or /proc cannot be read."""
     page = os.sysconf("SC_PAGE_SIZE")
-    runs, present_bytes = [], 0  # (address, bytes) of the present pages
+    runs, present_bytes = [], 0
     try:
         with open("/proc/self/maps") as maps, open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
             regions = [line.split(maxsplit=2)[:2] for line in maps]
@@ -92,28 +118,16 @@ def copy_shared_memory(budget_bytes: int, interrupted: Callable[[], bool] = lamb
                     continue
                 start, end = (int(bound, 16) for bound in bounds.split("-"))
                 for window in range(start, end, PAGEMAP_WINDOW_PAGES * page):  # a huge reservation read piece by piece
-                    pages = min(PAGEMAP_WINDOW_PAGES, (end - window) // page)
                     pagemap.seek(window // page * 8)
-                    present = pagemap.read(pages * 8)[7::8].translate(_PRESENT_FLAGS)  # each entry's top byte
+                    present = pagemap.read(min(PAGEMAP_WINDOW_PAGES, (end - window) // page) * 8)[7::8].translate(_PRESENT_FLAGS)
                     found = [(window + run.start() * page, (run.end() - run.start()) * page) for run in re.finditer(rb"\x01+", present)]
                     runs += found
                     present_bytes += sum(size for _, size in found)
                     if present_bytes > budget_bytes:
-                        return 0
+                        return None
     except OSError:
-        return 0
-    copied = 0
-    for address, size in runs:
-        for offset in range(0, size, COPY_CHUNK_BYTES):
-            if interrupted():
-                return copied
-            chunk = min(COPY_CHUNK_BYTES, size - offset)
-            if madvise(address + offset, chunk, MADV_POPULATE_WRITE) != 0:
-                if ctypes.get_errno() == errno.EINVAL:  # a kernel before 5.14: nothing can be copied
-                    return copied
-                continue
-            copied += chunk
-    return copied
+        return None
+    return runs
 
 
 _PRESENT_FLAGS = bytes(1 if byte & (PAGE_PRESENT >> 56) else 0 for byte in range(256))  # little-endian: bit 63 in byte 7

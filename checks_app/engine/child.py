@@ -81,9 +81,16 @@ class _Opening:
     def result(self):
         if self._thread is not None:
             self._thread.join()
-        if isinstance(self._outcome, MemoryError) or (isinstance(self._outcome, BaseException) and not isinstance(self._outcome, Exception)):
-            raise self._outcome
-        return self._outcome
+        outcome = self._outcome
+        if isinstance(outcome, BaseException) and (isinstance(outcome, MemoryError) or not isinstance(outcome, Exception)):
+            raise outcome  # the check's memory exit, or a crash
+        return outcome  # the file, or why ifcopenshell cannot read it
+
+
+def _unrunnable(exc: Exception) -> int:
+    """Says why the IDS cannot be run (a pattern RE2 cannot run, a document ifctester cannot read); its exit code."""
+    sys.stderr.write(f"{exc}\n" if isinstance(exc, IdsUnreadable) else f"the IDS cannot be checked: {exc}\n")
+    return UNRUNNABLE_IDS_EXIT_CODE
 
 
 def check_files(ifc_path: Path, job_path: Path, out_path: Path) -> int:
@@ -105,8 +112,7 @@ def check_files(ifc_path: Path, job_path: Path, out_path: Path) -> int:
         sys.stderr.write(f"ifcopenshell cannot read the IFC: {type(ifc).__name__}: {ifc}\n")
         return 2
     if isinstance(documents, Exception):
-        sys.stderr.write(f"the IDS cannot be checked: {documents}\n" if isinstance(documents, PatternUnsupported) else f"{documents}\n")
-        return UNRUNNABLE_IDS_EXIT_CODE
+        return _unrunnable(documents)
     overrides = None
     if job.get("overrides") is not None:
         report("overrides", 15)
@@ -115,8 +121,7 @@ def check_files(ifc_path: Path, job_path: Path, out_path: Path) -> int:
     try:
         result = check_loaded(ifc, documents, on_progress=lambda done, total: report("checking", 20 + 75 * done / max(total, 1)))
     except PatternUnsupported as exc:
-        sys.stderr.write(f"the IDS cannot be checked: {exc}\n")
-        return UNRUNNABLE_IDS_EXIT_CODE
+        return _unrunnable(exc)
     result["overrides"] = overrides or {"included": False}
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))  # dump() would encode in Python: ~5x slower
     with open(out_path, "w", encoding="utf-8") as handle:

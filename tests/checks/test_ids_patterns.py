@@ -129,6 +129,17 @@ def test_the_child_says_what_failed_of_the_ifc_it_opens_and_the_ids_it_reads_mea
     assert not (tmp_path / "result.json").exists()
 
 
+def test_the_child_opens_the_ifc_on_a_thread_of_its_own_while_it_reads_the_ids(tmp_path, monkeypatch):
+    import ifcopenshell
+
+    opened_on, opened = [], ifcopenshell.open
+    monkeypatch.setattr(ifcopenshell, "open", lambda *args, **kwargs: opened_on.append(threading.current_thread().name) or opened(*args, **kwargs))
+    ifc = write_walls_ifc(tmp_path / "model.ifc", names={"A": "aaab"})
+    (tmp_path / "job.json").write_text(json.dumps({"ids": [{"name": "names.ids", "content": names_ids(".*")}], "overrides": None}))
+    assert check_files(ifc, tmp_path / "job.json", tmp_path / "result.json") == 0
+    assert opened_on == ["ifc-open"]
+
+
 def test_the_child_opens_the_ifc_itself_when_no_thread_can_be_started(tmp_path, monkeypatch):
     def refused(self):
         raise RuntimeError("can't start new thread")

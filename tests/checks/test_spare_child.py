@@ -7,7 +7,6 @@ the zygote, so its check pays no copy-on-write faults; never more than its cap l
 
 from __future__ import annotations
 
-import ctypes
 import json
 import mmap
 import os
@@ -18,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from checks_app.engine import runner
-from sandboxing.zygote_server import COPY_CHUNK_BYTES, MADV_POPULATE_WRITE, copy_shared_memory
 from checks_app.engine.runner import RESULT_FILE, run_check_process
 from models_app.conversion.sandbox import ConversionLimits
+from sandboxing.zygote_server import COPY_CHUNK_BYTES, copy_shared_memory, populate_write_supported
 from tests.helpers import poll, sample, skip_without_run_cgroups
 
 pytestmark = pytest.mark.heavy
@@ -91,7 +90,7 @@ def test_warm_up_makes_a_spare_already_in_its_capped_cgroup_and_a_check_takes_it
 
 
 def test_a_spare_copies_what_it_shares_with_its_zygote_into_its_own_cgroup_while_it_waits(tmp_path, forks):
-    if not _populate_write_supported():
+    if not populate_write_supported():
         pytest.skip("the kernel has no MADV_POPULATE_WRITE (before Linux 5.14): a spare copies nothing, as before")
     runner.warm_up(LIMITS)
     spare = settled_spare()
@@ -128,17 +127,8 @@ def _resident_bytes() -> int:
         return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
 
 
-def _populate_write_supported() -> bool:
-    """Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14), probed on a page of this process's own."""
-    page = mmap.mmap(-1, mmap.PAGESIZE)
-    address = ctypes.addressof(ctypes.c_char.from_buffer(page))
-    madvise = ctypes.CDLL(None, use_errno=True).madvise
-    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return madvise(address, mmap.PAGESIZE, MADV_POPULATE_WRITE) == 0
-
-
 def test_copying_shared_memory_copies_the_present_pages_only_and_nothing_over_the_budget():
-    if not _populate_write_supported():
+    if not populate_write_supported():
         pytest.skip("the kernel has no MADV_POPULATE_WRITE (before Linux 5.14): a spare copies nothing, as before")
     kept = [str(number) for number in range(400_000)]  # ~25 MB present in this process, so shared with the child
     resident = _resident_bytes()
