@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+from django.db.models import TextField
+from django.db.models.functions import Cast
+
 from checks_app.models import CHECK_ID_PATTERN, IDS_NAME_PATTERN, Check, IdsFile
 from checks_app.projects import project_get
 from core.errors import Conflict
@@ -33,10 +36,13 @@ def check_list(model_id: str):
     return Check.objects.filter(model=model_get(model_id)).defer("result", "overrides").order_by("-created_at")
 
 
-def check_get(model_id: str, check_id: str) -> Check:
+def check_get(model_id: str, check_id: str, *, result_as_json: bool = False) -> Check:
+    """The model's check. result_as_json: its result is left undecoded, as the JSON text the database holds in
+    check.result_json (None until done), for an answer that passes it on as it is (a result is up to megabytes)."""
     model = model_get(model_id)
+    rows = Check.objects.defer("result").annotate(result_json=Cast("result", TextField())) if result_as_json else Check.objects
     return get_or_not_found(
-        Check.objects, pk=check_id, model=model, well_formed=bool(CHECK_ID_RE.match(check_id or "")),
+        rows, pk=check_id, model=model, well_formed=bool(CHECK_ID_RE.match(check_id or "")),
         invalid=f"check {check_id!r} not found (ids look like chk_ + 16 lowercase hex digits)",
         missing=f"check {check_id} not found in model {model.id}",
     )

@@ -1,4 +1,5 @@
 from rest_framework import serializers
+from rest_framework.renderers import JSONRenderer
 
 from api.fields import AuthorField, ProvenanceField
 from checks_app.models import PER_SPECIFICATION, PIN_CONFIRM_ABOVE, PIN_MODES, Check, IdsFile
@@ -45,10 +46,20 @@ class CheckSerializer(serializers.ModelSerializer):
 
 
 class CheckDetailSerializer(CheckSerializer):
+    """The schema of the single-check answer; check_detail_json writes it."""
+
     result = serializers.JSONField()
 
     class Meta(CheckSerializer.Meta):
         fields = [*CheckSerializer.Meta.fields, "result"]
+
+
+def check_detail_json(check: Check) -> bytes:
+    """The single-check answer's JSON (CheckDetailSerializer's fields) for a check read with its result as JSON text
+    (selectors.check_get(..., result_as_json=True)): the result's text goes in as the database holds it, neither
+    decoded nor encoded again (the result of a large model is megabytes; the waiting client is answered the sooner)."""
+    fields = JSONRenderer().render(CheckSerializer(check).data)
+    return fields[:-1] + b',"result":' + (check.result_json or "null").encode() + b"}"
 
 
 class CheckStartSerializer(serializers.Serializer):

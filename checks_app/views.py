@@ -6,6 +6,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.envelope import enveloped_json
 from api.principal import Principal
 from api.signatures import signed_by
 from api.views import json_object, validated
@@ -17,6 +18,7 @@ from checks_app.serializers import (
     IdsFileContentSerializer,
     IdsFileSerializer,
     PinIssuesSerializer,
+    check_detail_json,
 )
 from core.errors import Invalid, TooLarge
 from core.limits import IDS_MAX_BYTES, size_limit_message
@@ -96,7 +98,7 @@ class CheckView(APIView):
     )
     def get(self, request, model_id, check_id):
         wait_seconds = services.wait_seconds_param(request.query_params.get("waitSeconds"))
-        return Response(CheckDetailSerializer(services.check_get_waiting(model_id, check_id, wait_seconds)).data)
+        return enveloped_json(check_detail_json(services.check_get_waiting(model_id, check_id, wait_seconds)))
 
 
 class CheckReportHtmlView(APIView):

@@ -176,10 +176,11 @@ def wait_seconds_param(raw: str | None) -> float:
 
 
 def check_get_waiting(model_id: str, check_id: str, wait_seconds: float = 0) -> Check:
-    """The check; with wait_seconds, once it has left queued and running (done or failed) or after wait_seconds,
-    whichever comes first. Woken by the check worker when a check ends (CHECK_ENDED), read again at least every
-    WAIT_RECHECK_SECONDS; no tight poll of the database. At most MAX_WAITING_REQUESTS wait at once per process."""
-    check = selectors.check_get(model_id, check_id)
+    """The check, its result as JSON text in check.result_json (selectors.check_get); with wait_seconds, once it has
+    left queued and running (done or failed) or after wait_seconds, whichever comes first. Woken by the check worker
+    when a check ends (CHECK_ENDED), read again at least every WAIT_RECHECK_SECONDS; no tight poll of the database.
+    At most MAX_WAITING_REQUESTS wait at once per process."""
+    check = selectors.check_get(model_id, check_id, result_as_json=True)
     if wait_seconds <= 0 or not _active(check) or not _waiting_slots.acquire(blocking=False):
         return check
     try:
@@ -191,10 +192,10 @@ def check_get_waiting(model_id: str, check_id: str, wait_seconds: float = 0) -> 
 def _wait_for_end(model_id: str, check_id: str, deadline: float) -> Check:
     listener = wakeup.WakeUp(CHECK_ENDED)  # listening before the next read: an end between the two is not missed
     try:
-        check = selectors.check_get(model_id, check_id)
+        check = selectors.check_get(model_id, check_id, result_as_json=True)
         while _active(check) and (left := deadline - time.monotonic()) > 0:
             listener.wait(min(left, WAIT_RECHECK_SECONDS))
-            check = selectors.check_get(model_id, check_id)
+            check = selectors.check_get(model_id, check_id, result_as_json=True)
     finally:
         listener.close()
     return check

@@ -7,6 +7,7 @@ from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
 from checks_app import services
+from checks_app.jobs import CHECK
 from checks_app.models import Check
 from core import jobs
 from core.jobs.tasks import CHECK_QUEUE
@@ -92,3 +93,27 @@ def test_lost_turns_are_given_back_once(api, make_model, put_ids):
     jobs.enqueue("check", first)  # a turn too many finds nothing to run
     work_off_the_queue()
     assert set(Check.objects.values_list("status", flat=True)) == {Check.Status.DONE}
+
+
+def test_a_lone_waiting_check_is_claimed_without_the_fair_order(make_model):
+    """The fair order's query (subqueries per requester) is only run when two or more checks wait; a turn with one
+    waiting takes it directly, and a turn with two takes the one the fair order puts first."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    busy, idle = make_model(), make_model()
+    running = Check.objects.create(model=busy, version="current", product_key="p", ids=[], cache_key="k0", requester=busy.id,
+                                   status=Check.Status.RUNNING, worker="elsewhere")
+    first = Check.objects.create(model=busy, version="current", product_key="p", ids=[], cache_key="k1", requester=busy.id)
+    with CaptureQueriesContext(connection) as queries:
+        claimed = jobs.claim(CHECK, Check.objects.all(), in_turn=True)
+    assert claimed.id == first.id and claimed.status == Check.Status.RUNNING
+    assert not [query for query in queries.captured_queries if "EXISTS" in query["sql"].upper()]
+
+    Check.objects.filter(pk__in=[running.pk, first.pk]).update(status=Check.Status.RUNNING)
+    older = Check.objects.create(model=busy, version="current", product_key="p", ids=[], cache_key="k2", requester=busy.id)
+    newer = Check.objects.create(model=idle, version="current", product_key="p", ids=[], cache_key="k3", requester=idle.id)
+    with CaptureQueriesContext(connection) as queries:
+        claimed = jobs.claim(CHECK, Check.objects.all(), in_turn=True)
+    assert claimed.id == newer.id != older.id  # the busy requester's older check waits
+    assert [query for query in queries.captured_queries if "EXISTS" in query["sql"].upper()]

@@ -44,6 +44,29 @@ def test_a_check_runs_and_keeps_its_result(api, make_model, put_ids, start_check
     assert listing[0]["summary"]["failed"] == 1
 
 
+def test_the_answer_passes_the_stored_result_on_unchanged(api, make_model, put_ids, start_check):
+    """The single-check answer carries the result's JSON text as the database holds it (not decoded and encoded again):
+    null while queued, then exactly the stored result, whatever its text holds."""
+    model = make_model(fire_ratings={"A": "REI60", "B": "60 min"})
+    put_ids("fire.ids", fire_ids())
+    posted = api.post(f"/api/v1/models/{model.id}/checks", {"ids": ["fire.ids"]}, format="json").json()["data"]
+    url = f"/api/v1/models/{model.id}/checks/{posted['checkId']}"
+    queued = api.get(url).json()
+    assert (queued["code"], queued["data"]["status"], queued["data"]["result"]) == (0, "queued", None)
+
+    start_check(model.id, {"ids": ["fire.ids"]})
+    stored = Check.objects.get(pk=posted["checkId"])
+    stored.result["specifications"][0]["name"] = 'Wände "tragend" \\ 壁 </script> \u2028'
+    stored.save(update_fields=["result"])
+    answer = api.get(url)
+    assert answer["Content-Type"] == "application/json"
+    data = answer.json()["data"]
+    assert data["result"] == Check.objects.get(pk=posted["checkId"]).result and data["summary"] == stored.summary
+    assert data["result"]["specifications"][0]["name"] == 'Wände "tragend" \\ 壁 </script> \u2028'
+    assert list(data) == ["checkId", "modelId", "version", "ids", "includeOverrides", "status", "progress", "error", "summary",
+                          "createdAt", "startedAt", "finishedAt", "result"]
+
+
 def test_same_ids_and_version_is_answered_from_the_cache_without_running(api, make_model, put_ids, start_check, run_checks):
     model = make_model()
     put_ids("fire.ids", fire_ids())
