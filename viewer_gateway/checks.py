@@ -4,9 +4,8 @@ that runs the checks (run_gateway and the workers among them) refuses to start o
 from django.conf import settings
 from django.core.checks import Error
 
+from core.system_checks import CONFIGURATION_TAG  # noqa: F401 - the gateway registers its checks under it
 from viewer_gateway.config import converter_problem, where_to_fix
-
-CONFIGURATION_TAG = "gateway_configuration"
 
 
 def configuration_check(app_configs=None, **kwargs) -> list[Error]:

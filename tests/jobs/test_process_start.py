@@ -37,6 +37,16 @@ def test_the_gateway_loads_every_route_without_a_model_reading_engine(tmp_path):
     assert loaded_after(tmp_path, start, MODEL_ENGINES) == []
 
 
+def test_a_worker_checks_the_configuration_without_loading_the_gateways_routes(tmp_path):
+    """The worker commands run the configuration's system checks (a bad configuration stops them, tests/gateway/
+    test_config.py) but not the URL configuration's, which imported every view: half of a worker's start."""
+    start = ("from models_app.management.commands.conversion_worker import Command; Command.handle = lambda *args, **options: None; "
+             "Command().run_from_argv(['manage.py', 'conversion_worker'])")  # its start as manage.py runs it, up to its work
+    assert loaded_after(tmp_path, start, ("viewer_gateway.urls", "rest_framework.views")) == []
+    assert loaded_after(tmp_path, "from django.core.management import call_command; call_command('check')", ("viewer_gateway.urls",)) == [
+        "viewer_gateway.urls"]
+
+
 def test_a_use_case_named_by_its_path_is_imported_on_its_first_call():
     module = "tests.jobs.first_call_target"
     sys.modules.pop(module, None)
