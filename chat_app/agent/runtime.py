@@ -7,7 +7,6 @@ from django.conf import settings
 
 from chat_app.agent.acting import acting_user_of, signature_for
 from chat_app.agent.offline_demo import offline_tools
-from chat_app.agent.llm import OpenAICompatibleModel, describe_provider_error
 from chat_app.agent.loop import TurnContext
 from chat_app.agent.prompts import prompt
 from chat_app.agent.registry import all_tools
@@ -20,6 +19,8 @@ from chat_app.selectors import language_model_configured
 def language_model():
     if not language_model_configured():
         return ScriptedModel()
+    from chat_app.agent.llm import OpenAICompatibleModel  # the OpenAI client (~0.4 s to import) only with a model configured
+
     config = settings.VIEWER
     return OpenAICompatibleModel(api_key=config.llmAPIKey, base_url=config.llmBaseURL, model=config.llmModel)
 
@@ -60,4 +61,9 @@ def turn_context(turn) -> TurnContext:
 
 def describe_error(exc: Exception) -> dict:
     """An exception as the assistant-error form of the frames: {name, data: {message, ...}}."""
-    return describe_provider_error(exc) or {"name": "UnknownError", "data": {"message": f"{type(exc).__name__}: {exc}"[:1000]}}
+    described = None
+    if language_model_configured():  # else no provider's client ran, nor could it have raised
+        from chat_app.agent.llm import describe_provider_error
+
+        described = describe_provider_error(exc)
+    return described or {"name": "UnknownError", "data": {"message": f"{type(exc).__name__}: {exc}"[:1000]}}

@@ -19,10 +19,13 @@ ENGINES = ("openai", "ifctester", "xmlschema", "bcf", "numpy", "ifcopenshell", "
 MODEL_ENGINES = ("openai", "ifctester", "xmlschema", "ifcopenshell")
 
 
-def loaded_after(tmp_path, start: str, engines: tuple[str, ...]) -> list[str]:
+def loaded_after(tmp_path, start: str, engines: tuple[str, ...], config: dict | None = None) -> list[str]:
     code = f"import django, json, sys; django.setup(); {start}; print(json.dumps([m for m in {engines!r} if m in sys.modules]))"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIEWER_", "DJANGO_"))}
     env.update(DJANGO_SETTINGS_MODULE="viewer_gateway.settings", VIEWER_DATA_DIR=str(tmp_path))
+    if config is not None:
+        (tmp_path / "server_config.json").write_text(json.dumps(config))
+        env["VIEWER_CONFIG"] = str(tmp_path / "server_config.json")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
@@ -45,6 +48,13 @@ def test_a_worker_checks_the_configuration_without_loading_the_gateways_routes(t
     assert loaded_after(tmp_path, start, ("viewer_gateway.urls", "rest_framework.views")) == []
     assert loaded_after(tmp_path, "from django.core.management import call_command; call_command('check')", ("viewer_gateway.urls",)) == [
         "viewer_gateway.urls"]
+
+
+def test_the_gateway_loads_the_agent_as_it_starts_and_the_openai_client_only_with_a_language_model(tmp_path):
+    start = "from chat_app.apps import load_agent; load_agent(sender=None)"  # the gateway's start (gateway_starting)
+    assert loaded_after(tmp_path, start, ("chat_app.agent.turn", "openai")) == ["chat_app.agent.turn"]
+    configured = {"llmAPIKey": "key", "llmBaseURL": "http://127.0.0.1:9/v1", "llmModel": "model"}
+    assert loaded_after(tmp_path, start, ("chat_app.agent.turn", "openai"), configured) == ["chat_app.agent.turn", "openai"]
 
 
 def test_a_use_case_named_by_its_path_is_imported_on_its_first_call():
