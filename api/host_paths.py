@@ -7,7 +7,7 @@ from functools import cache
 
 from django.conf import settings
 
-from core.host_paths import host_prefixes
+from core.host_paths import host_prefixes, json_forms
 from core.host_paths import neutral_paths as _neutral_paths
 
 
@@ -21,8 +21,15 @@ def neutral_paths(text: str) -> str:
     return _neutral_paths(text, _prefixes())
 
 
+@cache
+def _prefixes_in_json() -> dict[str, str]:
+    return json_forms(_prefixes())
+
+
 def neutral_paths_in_json(body: bytes) -> bytes:
-    """neutral_paths() on a JSON document's bytes (paths are ASCII and JSON leaves '/' unescaped)."""
-    if not any(prefix.encode() in body for prefix in _prefixes()):
+    """neutral_paths() on a JSON document's bytes, a path found as JSON writes it: as it is (JSON leaves '/'
+    unescaped) or with its non-ASCII characters escaped (a result passed on as the database keeps it)."""
+    prefixes = _prefixes_in_json()
+    if not any(prefix.encode() in body for prefix in prefixes):
         return body
-    return neutral_paths(body.decode("utf-8")).encode("utf-8")
+    return _neutral_paths(body.decode("utf-8"), prefixes).encode("utf-8")

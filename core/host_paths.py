@@ -3,6 +3,7 @@ their absolute path (the checkout, the virtualenv, Python's own library, the dat
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -31,6 +32,15 @@ def host_prefixes(data_dir: str | os.PathLike) -> dict[str, str]:
     for path, name in list(prefixes.items()):
         prefixes.setdefault(str(Path(path).resolve()), name)
     return {path: name for path, name in prefixes.items() if path not in SYSTEM_PREFIXES}
+
+
+def json_forms(prefixes: dict[str, str]) -> dict[str, str]:
+    """The prefixes as a JSON text may write them: as they are, and escaped as JSON escapes them (a non-ASCII
+    character as \\uXXXX, which json.dumps writes by default: a check's result as the database keeps it)."""
+    forms = dict(prefixes)
+    for path, name in prefixes.items():
+        forms.setdefault(json.dumps(path)[1:-1], name)
+    return forms
 
 
 @lru_cache(maxsize=8)

@@ -48,7 +48,8 @@ class QueueWorkerCommand(BaseCommand):
     what: str  # "conversions", "IDS checks"
     # The configuration's checks (a bad configuration stops a worker as it stops the gateway) and the models'; not the
     # URL configuration's, the admin's or the templates', which are the gateway's to serve and check (importing every
-    # view for them was half of a worker's start: ~0.4 s of processor time).
+    # view for them was half of a worker's start: ~0.4 s of processor time). django-tasks' own check of TASKS (it
+    # registers it without a tag) is the gateway's too: TASKS is fixed in viewer_gateway/settings.py.
     requires_system_checks = [CONFIGURATION_TAG, Tags.models]
 
     def add_arguments(self, parser):

@@ -44,7 +44,7 @@ def test_a_check_runs_and_keeps_its_result(api, make_model, put_ids, start_check
     assert listing[0]["summary"]["failed"] == 1
 
 
-def test_the_answer_passes_the_stored_result_on_unchanged(api, make_model, put_ids, start_check):
+def test_the_answer_passes_the_stored_result_on_unchanged(api, make_model, put_ids, start_check, settings):
     """The single-check answer carries the result's JSON text as the database holds it (not decoded and encoded again):
     null while queued, then exactly the stored result, whatever its text holds."""
     model = make_model(fire_ratings={"A": "REI60", "B": "60 min"})
@@ -65,6 +65,11 @@ def test_the_answer_passes_the_stored_result_on_unchanged(api, make_model, put_i
     assert data["result"]["specifications"][0]["name"] == 'Wände "tragend" \\ 壁 </script> \u2028'
     assert list(data) == ["checkId", "modelId", "version", "ids", "includeOverrides", "status", "progress", "error", "summary",
                           "createdAt", "startedAt", "finishedAt", "result"]
+
+    stored.result["specifications"][0]["name"] = f"read from {settings.DATA_DIR}/models/{model.id}/model.ifc"
+    stored.save(update_fields=["result"])
+    text = api.get(url).content.decode()
+    assert str(settings.DATA_DIR) not in text and f"read from <data>/models/{model.id}/model.ifc" in text  # no host path leaks
 
 
 def test_same_ids_and_version_is_answered_from_the_cache_without_running(api, make_model, put_ids, start_check, run_checks):
