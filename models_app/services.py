@@ -242,6 +242,7 @@ def convert_claimed(model: IfcModel) -> str | None:
                 outcome = {"status": IfcModel.Status.READY, "error": "", "size": source.stat().st_size, "converted_ifc": file_signature(source)}
             else:
                 outcome = {"status": IfcModel.Status.FAILED, "error": error or "conversion failed"}
+            shutil.rmtree(work_dir, ignore_errors=True)  # gone before the end is committed: no client sees it after
             jobs.finish(CONVERSION, model, progress_phase="", progress_percent=0, **outcome)
         if outcome["status"] == IfcModel.Status.READY:  # committed: apps that redo work per version hear it (clash tests)
             model_ready.send_robust(sender=IfcModel, model_id=model.id)

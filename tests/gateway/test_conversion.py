@@ -50,6 +50,25 @@ def test_conversion_publishes_xkt_and_metadata_with_matching_ids():
     assert not [p for p in folder.iterdir() if p.name.startswith(".convert-")]
 
 
+def test_the_work_folder_is_gone_when_the_model_is_ready():
+    """A client that sees the model ready never sees the conversion's work folder in it."""
+    from models_app.signals import model_ready
+
+    seen_at_ready = []
+
+    def look(sender, model_id, **kwargs):
+        seen_at_ready.extend(p.name for p in model_dir(model_id).iterdir() if p.name.startswith(".convert-"))
+
+    model = uploaded("house.ifc", MINIMAL_IFC)
+    model_ready.connect(look, weak=False)
+    try:
+        services.run_conversion(model.id)
+    finally:
+        model_ready.disconnect(look)
+    model.refresh_from_db()
+    assert model.status == "ready" and seen_at_ready == []
+
+
 def test_metadata_is_complete_on_duplex():
     import ifcopenshell
 
