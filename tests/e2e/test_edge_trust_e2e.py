@@ -62,22 +62,21 @@ class KeptAliveClient:
         self.connection: http.client.HTTPConnection | None = None
 
     def request(self, method: str, target: str, headers: dict[str, str]) -> tuple[int, bytes]:
-        for attempt in range(2):
-            if self.connection is None:
-                self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-            try:
-                self.connection.request(method, target, headers=headers)
-                response = self.connection.getresponse()
-                body = response.read()
-            except (http.client.RemoteDisconnected, ConnectionError):  # the server closed the kept-alive connection
-                self.close()
-                if attempt:
-                    raise
-                continue
-            if response.will_close:
-                self.close()
-            return response.status, body
-        raise AssertionError("unreachable")
+        try:
+            return self._send(method, target, headers)
+        except (http.client.RemoteDisconnected, ConnectionError):  # the server closed the kept-alive connection
+            self.close()
+            return self._send(method, target, headers)
+
+    def _send(self, method: str, target: str, headers: dict[str, str]) -> tuple[int, bytes]:
+        if self.connection is None:
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        self.connection.request(method, target, headers=headers)
+        response = self.connection.getresponse()
+        body = response.read()
+        if response.will_close:
+            self.close()
+        return response.status, body
 
     def close(self) -> None:
         if self.connection is not None:
