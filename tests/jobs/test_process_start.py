@@ -15,8 +15,9 @@ from tests.e2e.stack import ROOT
 ENGINES = ("openai", "ifctester", "xmlschema", "bcf", "numpy", "ifcopenshell", "psycopg")
 
 
-# what the gateway's every route and view may not load with them (read models and run checks elsewhere, or lazily)
-MODEL_ENGINES = ("openai", "ifctester", "xmlschema", "ifcopenshell")
+# what the gateway's every route and view may not load with them (read models and run checks elsewhere, or lazily:
+# deepdiff on the first diff of plan files)
+MODEL_ENGINES = ("openai", "ifctester", "xmlschema", "ifcopenshell", "deepdiff")
 
 
 def loaded_after(tmp_path, start: str, engines: tuple[str, ...], config: dict | None = None) -> list[str]:
