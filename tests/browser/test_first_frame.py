@@ -84,3 +84,26 @@ def test_the_model_in_the_address_is_downloaded_once_from_the_page_s_entry(page,
     main_chunk = next(i for i, url in enumerate(requests) if "/chunks/main-" in url)
     assert requests.index(f"{web_stack.url}/v1/models/{model_id}/model.xkt") < main_chunk
     assert page.evaluate(MARK_JS, "viewer:first-frame") is not None
+
+
+# every size change of the 3D view's canvas, from the page's start: xeokit clears the canvas and draws the whole model
+# again on each one (seconds for a large model without a hardware GPU)
+CANVAS_RESIZES_JS = """document.addEventListener("DOMContentLoaded", () => {
+  window.canvasResizes = [];
+  new ResizeObserver(() => window.canvasResizes.push(performance.now())).observe(document.getElementById("view3d"));
+});"""
+
+
+def test_the_3d_view_keeps_its_size_once_the_model_is_drawn(page, web_stack):
+    """The bar above the view changes as the model opens (its title, the on-screen badge): the view must not be
+    resized by it, not even by a fraction of a pixel."""
+    model_id = upload_ready(web_stack, sample("AC20-FZK-Haus.ifc"))
+    page.add_init_script(CANVAS_RESIZES_JS)
+    page.goto(f"{web_stack.url}/#model={model_id}")
+    wait_model_open(page)
+    page.wait_for_function(marked("viewer:tree-ready"), timeout=120_000)
+    page.wait_for_timeout(1500)  # the bar's last changes come after the tree
+    first_frame = page.evaluate(MARK_JS, "viewer:first-frame")
+    resizes = page.evaluate("window.canvasResizes")
+    assert resizes, "the observer saw the canvas laid out"
+    assert [at for at in resizes if at > first_frame] == [], f"resized after the first frame ({first_frame:.0f} ms): {resizes}"
