@@ -222,14 +222,12 @@ class ApiChecks:
 
     def __init__(self, folder: Path, polling: bool = False):
         from tests.e2e.stack import Stack
-        from tests.helpers import poll
 
         (folder / "stack").mkdir()
         self.stack = Stack(folder / "stack", workers=1)
         self.stack.start()
         self.stack.start_check_worker()
-        log = folder / "stack" / "checks0.log"  # its queue is polled once the worker has warmed its check zygote
-        poll(lambda: log.exists() and "Starting worker" in log.read_text(errors="replace"), bool, timeout=120, interval=0.2)
+        self.stack.wait_worker_polling("checks0")
         self.models: dict[Path, str] = {}
         self.runs = 0
         self.polling = polling

@@ -40,16 +40,11 @@ sys.path.insert(0, str(ROOT))
 
 from edit_service.engine.sandbox import Sandbox, SandboxLimits  # noqa: E402
 from edit_service.engine.scripts import read_params  # noqa: E402
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from tests.browser.conftest import CHROMIUM, USER_CHROMIUM_ARGS  # noqa: E402
 from tests.e2e.stack import Stack  # noqa: E402
 from tests.helpers import SAMPLES_DIR  # noqa: E402
 
 TRACE_DIR = ROOT / "bench" / "results" / "web-open"  # git-ignored
-# Chromium as a user's browser runs it: composited on the GPU process (here SwiftShader). The browser tests composite in
-# software to spend less processor time (tests/browser/conftest.py); that makes every frame's commit wait for a
-# readback of the WebGL canvas, which a user's browser never does (it held the object tree ~2 s behind the tower's
-# first frame in this benchmark).
-BENCH_CHROMIUM_ARGS = [arg for arg in CHROMIUM_ARGS if arg != "--disable-gpu-compositing"]
 TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "blink.user_timing", "toplevel",
                     "v8.execute", "disabled-by-default-v8.cpu_profiler"]
 
@@ -286,7 +281,7 @@ def main() -> None:
             trace_dir.mkdir(parents=True, exist_ok=True)
             traces = {way: trace_dir / f"web-open-{name}-{way}.json" for way in ("client", "bare")}
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=BENCH_CHROMIUM_ARGS)
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=USER_CHROMIUM_ARGS)  # composited on the GPU process, as a user's browser; not the tests' software compositing
                 open_bare(browser, stack.url, model_id, bare_js)  # warm-up: the browser, the OS page cache
                 for _ in range(args.repeat):
                     anchors.append(open_bare(browser, stack.url, model_id, bare_js))

@@ -11,7 +11,6 @@ import sqlite3
 import time
 
 import psutil
-
 import pytest
 import requests
 
@@ -83,8 +82,7 @@ def stop_check_processes(stack: Stack, name: str) -> None:
     """SIGSTOP to every process the check worker started (its sandboxed zygote and the spare child waiting for the
     next check), again until no new one appears, once the worker polls its queue (its zygote warmed): the worker
     still claims a check and hands it over, and the check stays running until the worker is killed."""
-    log = stack.data_dir / f"{name}.log"
-    poll(lambda: log.exists() and "Starting worker" in log.read_text(errors="replace"), bool, timeout=120)
+    stack.wait_worker_polling(name)
     worker = psutil.Process(stack.processes[name].pid)
     stopped: set[int] = set()
     while new := [child for child in worker.children(recursive=True) if child.pid not in stopped]:

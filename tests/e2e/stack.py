@@ -24,6 +24,7 @@ import requests
 
 from core.service_secret import HEADER as SECRET_HEADER
 from core.service_secret import read_secret
+from tests.helpers import poll
 from tests.processes import signal_group, spawn, stop
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,6 +208,11 @@ class Stack:
 
     def start_check_worker(self, name: str = "checks0") -> subprocess.Popen:
         return self._spawn(name, "manage.py", "check_worker", "--interval", self.IDLE_POLL_SECONDS, "--recovery-interval", "1")
+
+    def wait_worker_polling(self, name: str, timeout: float = 120) -> None:
+        """Until the job worker `name` polls its queue: the work of its start is done (a check worker's zygote warmed)."""
+        log = self.data_dir / f"{name}.log"
+        poll(lambda: log.exists() and "Starting worker" in log.read_text(errors="replace"), bool, timeout=timeout, interval=0.2)
 
     def start_clash_worker(self, name: str = "clashes0") -> subprocess.Popen:
         return self._spawn(name, "manage.py", "clash_worker", "--interval", self.IDLE_POLL_SECONDS, "--recovery-interval", "1")
