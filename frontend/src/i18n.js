@@ -165,6 +165,7 @@ const ZH = {
   "Preview updated": "预览已更新",
   "The agent creates this project's drawing: ask it in the chat": "智能体将创建此项目的图纸：请在对话中提出",
   "Converting the new product…": "正在转换新产品…",
+  "Converting the model…": "正在转换模型…",
   "Conversion failed: {error}": "转换失败：{error}",
   "The model could not be loaded: {error}": "模型无法加载：{error}",
   "Retry": "重试",

@@ -137,11 +137,12 @@ class App {
     if (!(await this.openHashModel())) toast(t("No ready model {id}", { id }), "error");
   }
 
-  // opens the model named in the address when it is ready; false when it is not (unknown, converting, failed)
+  // opens the model named in the address when it is ready or converting (a reload or a link while a save's new
+  // product or a revision converts: its geometry follows once ready); false when it is unknown or failed
   async openHashModel(early = null) {
     const model = this.models.models.find((m) => m.id === this.hashModelId());
-    if (!model || model.status !== "ready") return false;
-    await this.openModel(model.id, model.format === "dxf" ? null : early);
+    if (!model || !["ready", "converting"].includes(model.status)) return false;
+    await this.openModel(model.id, model.format === "dxf" || model.status !== "ready" ? null : early);
     return true;
   }
 
@@ -200,13 +201,17 @@ class App {
   async openModel(modelId, loading = null) {
     const model = this.models.models.find((m) => m.id === modelId);
     this.federation = null;
+    this.waitingForProduct = false; // for the model open until now
     this.model = model;
     window.location.hash = `model=${model.id}`;
     await this.account.modelOpened(model.id); // before the panels draw: their controls follow what this user may do
     this.setPicked(null);
     document.getElementById("model-title").textContent = model.name;
     this.models.render();
-    await this.loadGeometry(model, loading);
+    if (model.status === "converting") {
+      this.view3d.unload(); // what the page's entry started loading is the product being replaced
+      this.awaitProduct(t("Converting the model…"));
+    } else await this.loadGeometry(model, loading);
     await this.modelPanels(model);
   }
 
@@ -346,10 +351,15 @@ class App {
 
   productChanged() {
     // a run, save, rollback or discard queued a reconversion: reload the geometry once it is ready
-    this.waitingForProduct = true;
     this.badge.hidden = false;
     this.markStale();
-    this.setState(t("Converting the new product…"), "loading");
+    this.awaitProduct(t("Converting the new product…"));
+  }
+
+  // the open model's geometry loads once its conversion ends (modelsChanged; the list polls while it converts)
+  awaitProduct(text) {
+    this.waitingForProduct = true;
+    this.setState(text, "loading");
     this.models.refresh();
   }
 

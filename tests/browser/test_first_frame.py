@@ -6,6 +6,7 @@
   the second model loads after the first frame (performance marks).
 - A model in the address (#model=m_...) is downloaded by the page's entry before the application chunk is even
   requested, and only once: the 3D view takes that download instead of requesting the files again.
+- A model in the address that is still converting opens by itself once it is ready.
 """
 
 import pytest
@@ -107,3 +108,29 @@ def test_the_3d_view_keeps_its_size_once_the_model_is_drawn(page, web_stack):
     resizes = page.evaluate("window.canvasResizes")
     assert resizes, "the observer saw the canvas laid out"
     assert [at for at in resizes if at > first_frame] == [], f"resized after the first frame ({first_frame:.0f} ms): {resizes}"
+
+
+def test_a_model_in_the_address_that_is_converting_opens_once_it_is_ready(page, web_stack):
+    """A reload or a link while the model converts (a save's new product, a new revision): the page says so and
+    opens the model when the list reports it ready, without a click. The list's first two answers are made to say
+    "converting" (the list polls every 2 s while a model converts), the third is the server's own."""
+    model_id = upload_ready(web_stack, sample("IfcOpenHouse_IFC4.ifc"))
+    answers = []
+
+    def converting_at_first(route, request):
+        response = route.fetch()
+        models = response.json()
+        if request.method == "GET" and len(answers) < 2:
+            for model in models["data"]:
+                if model["id"] == model_id:
+                    model["status"] = "converting"
+        answers.append([m["status"] for m in models["data"] if m["id"] == model_id])
+        route.fulfill(response=response, json=models)
+
+    page.route("**/api/v1/models", converting_at_first)
+    page.goto(f"{web_stack.url}/#model={model_id}")
+    page.locator("[data-testid=stage-state]", has_text="Converting the model").wait_for()
+    wait_model_open(page)
+    assert answers[:3] == [["converting"], ["converting"], ["ready"]], answers
+    assert page.evaluate(MARK_JS, f"viewer:model-loaded:{model_id}") is not None
+    assert page.locator("#model-title").text_content() == "IfcOpenHouse_IFC4.ifc"
