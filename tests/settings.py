@@ -19,5 +19,12 @@ from viewer_gateway.settings import *  # noqa: E402,F403
 # hashes tests make). PBKDF2 stays listed, so a hash made with it still verifies; the deployed settings are untouched.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher", "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 
+# the same WhiteNoise, its static-file table read once per test process (tests/static_files.py)
+MIDDLEWARE = [  # noqa: F405
+    "tests.static_files.WhiteNoiseMiddlewareFindingOnce" if entry == "whitenoise.middleware.WhiteNoiseMiddleware" else entry
+    for entry in MIDDLEWARE  # noqa: F405
+]
+assert "tests.static_files.WhiteNoiseMiddlewareFindingOnce" in MIDDLEWARE
+
 if DATABASES.get("default", {}).get("ENGINE") == "django.db.backends.postgresql":  # noqa: F405
     DATABASES["default"]["ENGINE"] = "tests.pg_backend"  # noqa: F405 - Django's, with a faster flush between tests
