@@ -210,6 +210,8 @@ class App {
     this.models.render();
     if (model.status === "converting") {
       this.view3d.unload(); // what the page's entry started loading is the product being replaced
+      this.onScreen = null;
+      this.showOnScreen();
       this.awaitProduct(t("Converting the model…"));
     } else await this.loadGeometry(model, loading);
     await this.modelPanels(model);
