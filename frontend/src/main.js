@@ -209,7 +209,8 @@ class App {
     document.getElementById("model-title").textContent = model.name;
     this.models.render();
     if (model.status === "converting") {
-      this.view3d.unload(); // what the page's entry started loading is the product being replaced
+      this.view3d.dropEarlyDownloads(); // what the page's entry started downloading is the product being replaced
+      this.view3d.unload();
       this.onScreen = null;
       this.showOnScreen();
       this.awaitProduct(t("Converting the model…"));

@@ -82,6 +82,7 @@ export class ModelView {
     this.viewer.camera.perspective.fovAxis = "y"; // BCF 3.0's FieldOfView is the vertical angle, whatever the canvas's shape
     scene.canvas.backgroundColor = [0.93, 0.94, 0.96];
     Object.assign(scene.xrayMaterial, { fill: true, fillAlpha: 0.08, fillColor: [0.45, 0.5, 0.55], edges: true, edgeAlpha: 0.25, edgeColor: [0.3, 0.35, 0.4] });
+    this.early = early;
     this.loader = new XKTLoaderPlugin(this.viewer, { dataSource: new EarlyDataSource(early) });
     this.navCubeCanvasId = navCubeCanvasId;
     this.model = null;
@@ -316,6 +317,11 @@ export class ModelView {
       const object = scene.objects[id];
       if (object) Object.assign(object, { colorize: null, opacity: 1.0 });
     }
+  }
+
+  // the downloads the page's entry started are dropped unused: they are of a product being replaced
+  dropEarlyDownloads() {
+    this.early.clear();
   }
 
   unload() {

@@ -6,7 +6,7 @@
   the second model loads after the first frame (performance marks).
 - A model in the address (#model=m_...) is downloaded by the page's entry before the application chunk is even
   requested, and only once: the 3D view takes that download instead of requesting the files again.
-- A model in the address that is still converting opens by itself once it is ready.
+- A model in the address that is still converting opens by itself once it is ready, with its new files.
 """
 
 import pytest
@@ -112,8 +112,10 @@ def test_the_3d_view_keeps_its_size_once_the_model_is_drawn(page, web_stack):
 
 def test_a_model_in_the_address_that_is_converting_opens_once_it_is_ready(page, web_stack):
     """A reload or a link while the model converts (a save's new product, a new revision): the page says so and
-    opens the model when the list reports it ready, without a click. The list's first two answers are made to say
-    "converting" (the list polls every 2 s while a model converts), the third is the server's own."""
+    opens the model when the list reports it ready, without a click, with the new product's files, not the ones the
+    page's entry started downloading. The list's first two answers are made to say "converting" (the list polls
+    every 2 s while a model converts), the third is the server's own; the entry's download of the metadata is held
+    until the page says the model converts (so the early model.xkt is still unused then)."""
     model_id = upload_ready(web_stack, sample("IfcOpenHouse_IFC4.ifc"))
     answers = []
 
@@ -128,9 +130,16 @@ def test_a_model_in_the_address_that_is_converting_opens_once_it_is_ready(page, 
         route.fulfill(response=response, json=models)
 
     page.route("**/api/v1/models", converting_at_first)
+    held = []  # the page entry's early download of the metadata, answered once the page says the model converts
+    page.route(f"**/v1/models/{model_id}/metadata.json", lambda route: held.append(route) if not held else route.continue_())
+    geometry_requests = []
+    page.on("request", lambda request: geometry_requests.append(request.url) if request.url.endswith(f"/v1/models/{model_id}/model.xkt") else None)
     page.goto(f"{web_stack.url}/#model={model_id}")
     page.locator("[data-testid=stage-state]", has_text="Converting the model").wait_for()
+    held[0].continue_()
     wait_model_open(page)
     assert answers[:3] == [["converting"], ["converting"], ["ready"]], answers
+    # what the page's entry downloaded was the product being replaced: the new one is requested once it is ready
+    assert len(geometry_requests) == 2, geometry_requests
     assert page.evaluate(MARK_JS, f"viewer:model-loaded:{model_id}") is not None
     assert page.locator("#model-title").text_content() == "IfcOpenHouse_IFC4.ifc"
