@@ -142,7 +142,7 @@ class App {
   async openHashModel(early = null) {
     const model = this.models.models.find((m) => m.id === this.hashModelId());
     if (!model || !["ready", "converting"].includes(model.status)) return false;
-    await this.openModel(model.id, model.format === "dxf" || model.status !== "ready" ? null : early);
+    await this.openModel(model.id, model.format === "dxf" ? null : early); // unused for a converting model (openModel drops it)
     return true;
   }
 
