@@ -5,6 +5,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from tests.fake_openai import FakeOpenAI
+from tests.post_migrate_rows import PostMigrateRows
 from tests.processes import kill_survivors
 
 
@@ -51,6 +52,19 @@ def empty_data_dir(settings):
     for folder in (Path(settings.MODELS_DIR), Path(settings.UPLOAD_TMP_DIR), Path(settings.DATA_DIR) / "trash"):
         for child in folder.iterdir() if folder.is_dir() else ():
             shutil.rmtree(child) if child.is_dir() else child.unlink()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test database, with the rows post_migrate makes put back after each flush instead of made
+    again (tests/post_migrate_rows.py)."""
+    from django.db import connections
+
+    rows = PostMigrateRows()
+    with django_db_blocker.unblock():
+        rows.install(list(connections))
+    yield
+    rows.uninstall()
 
 
 def pytest_configure(config):

@@ -33,3 +33,47 @@ def test_on_postgresql_the_flush_deletes_rows_and_keeps_the_truncate_for_a_reset
 
     assert connection.ops.sql_flush(no_style(), ["a", "b"]) == ['DELETE FROM "a";', 'DELETE FROM "b";']
     assert connection.ops.sql_flush(no_style(), ["a"], reset_sequences=True)[0].startswith("TRUNCATE")
+
+
+def _natural_rows() -> tuple[set, set]:
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    types = set(ContentType.objects.values_list("app_label", "model"))
+    permissions = set(Permission.objects.values_list("content_type__app_label", "content_type__model", "codename", "name"))
+    return types, permissions
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_a_flush_the_rows_put_back_are_those_post_migrate_makes():
+    from django.core.management.commands import flush
+    from django.core.management.sql import emit_post_migrate_signal
+
+    from tests.post_migrate_rows import PostMigrateRows
+
+    put_back = flush.emit_post_migrate_signal
+    assert isinstance(getattr(put_back, "__self__", None), PostMigrateRows)  # installed for this run (tests/conftest.py)
+    call_command("flush", verbosity=0, interactive=False, inhibit_post_migrate=True)
+    emit_post_migrate_signal(0, False, "default")
+    made = _natural_rows()
+    call_command("flush", verbosity=0, interactive=False)  # the flush after a transactional test: rows put back
+    assert _natural_rows() == made
+    assert len(made[0]) > 40 and len(made[1]) > 150
+
+
+@pytest.mark.django_db(transaction=True)
+def test_another_post_migrate_receiver_brings_the_signal_back():
+    from django.db.models.signals import post_migrate
+
+    called = []
+
+    def receiver(**kwargs):
+        called.append(kwargs["using"])
+
+    post_migrate.connect(receiver)
+    try:
+        call_command("flush", verbosity=0, interactive=False)
+    finally:
+        post_migrate.disconnect(receiver)
+    assert called  # once per app config, as Django sends it
+    assert len(_natural_rows()[0]) > 40
