@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.middleware.csrf import CsrfViewMiddleware
-from django.urls import Resolver404, resolve
 
 from accounts_app.audit import audit_record
 from accounts_app.identity import NoIdentity, anonymous, anonymous_reader, identify
@@ -26,7 +25,7 @@ from api.principal import Principal, Via
 from chat_app.selectors import session_scope
 from core.errors import FORBIDDEN, INTERNAL, INVALID, UNAUTHORIZED
 from models_app.access_scopes import model_scope, project_scope, trash_item_scope
-from viewer_gateway.edge import ANONYMOUS_GET_ROUTES, SAFE_METHODS, SELF_AUTHENTICATING_NAMESPACES, TokenFailures, bearer_challenge
+from viewer_gateway.edge import ANONYMOUS_GET_ROUTES, SAFE_METHODS, SELF_AUTHENTICATING_NAMESPACES, TokenFailures, bearer_challenge, resolved_route
 
 # the URL argument that names a route's scope, in order of precedence
 SCOPE_ARGUMENTS: tuple[tuple[str, Callable[[str], Scope]], ...] = (
@@ -95,9 +94,8 @@ class AccessMiddleware:
         return response
 
     def decided(self, request):
-        try:
-            route = resolve(request.path_info)
-        except Resolver404:
+        route = resolved_route(request.path_info)
+        if route is None:
             return self.get_response(request)  # no route: Django's 404 (static assets: WhiteNoise answered already)
         if SELF_AUTHENTICATING_NAMESPACES.intersection(route.namespaces):
             return self.get_response(request)

@@ -32,7 +32,7 @@ from django.http import FileResponse  # noqa: E402
 from django.urls import set_script_prefix  # noqa: E402
 
 from chat_app.lifecycle import bind_server_loop  # noqa: E402 - after Django is set up
-from viewer_gateway.edge import route_name, trusted_scope  # noqa: E402
+from viewer_gateway.edge import resolved_route, route_name, trusted_scope  # noqa: E402
 
 EVENT_STREAM_ROUTES = frozenset({"chat-events"})
 
@@ -78,6 +78,14 @@ class OneStepHandler(ASGIHandler):
     def __init__(self):
         BaseHandler.__init__(self)
         self.load_middleware(is_async=False)
+
+    def resolve_request(self, request):
+        """The route the edge and the access middleware decided on (edge.resolved_route), not a second look-up."""
+        route = None if hasattr(request, "urlconf") else resolved_route(request.path_info)
+        if route is None:
+            return super().resolve_request(request)  # Django's Resolver404, or a request's own URLconf
+        request.resolver_match = route
+        return route
 
     def _respond(self, scope, body_file):
         signals.request_started.send(sender=self.__class__, scope=scope)

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.cache import cache
 from django.http.cookie import parse_cookie
-from django.urls import Resolver404, get_resolver, get_urlconf
+from django.urls import Resolver404, ResolverMatch, get_resolver
 
 from accounts_app.mode import accounts_marked
 from accounts_app.roles import Capability
@@ -113,14 +113,17 @@ def _is_trusted_proxy(host: str) -> bool:
 CACHED_PATH_MAX = 256
 
 
-def _route(path_info: str):
-    resolver = get_resolver(get_urlconf())
+def resolved_route(path_info: str) -> ResolverMatch | None:
+    """The route Django resolves `path_info` to (ROOT_URLCONF's; no view sets `request.urlconf`), or None. The one
+    look-up of a request's route: the server's body limit, the token check, the event-stream test, the access
+    middleware and the gateway's handler (viewer_gateway/asgi.py) all take this answer. A ResolverMatch is shared
+    by the requests of one path and must not be changed (Django and DRF only read it)."""
+    resolver = get_resolver()
     return _resolved(resolver, path_info) if len(path_info) <= CACHED_PATH_MAX else _resolved.__wrapped__(resolver, path_info)
 
 
-# A request's path is resolved by the server's body limit, the token check and the event-stream test before Django
-# resolves it again. Keyed by the resolver itself: a changed URLconf (settings changed, tests) brings a new resolver
-# from get_resolver, so an answer of the old one is never given for it.
+# Keyed by the resolver itself: a changed URLconf (settings changed, tests) brings a new resolver from get_resolver,
+# so an answer of the old one is never given for it.
 @functools.lru_cache(maxsize=4096)
 def _resolved(resolver, path_info: str):
     try:
@@ -130,7 +133,7 @@ def _resolved(resolver, path_info: str):
 
 
 def route_name(path_info: str) -> str | None:
-    route = _route(path_info)
+    route = resolved_route(path_info)
     return route.url_name if route else None
 
 
@@ -141,7 +144,7 @@ def is_preflight(method: str, headers: dict[str, str]) -> bool:
 def is_token_exempt(method: str, path_info: str, headers: dict[str, str]) -> bool:
     if is_preflight(method, headers):
         return True
-    route = _route(path_info)
+    route = resolved_route(path_info)
     if route is not None and SELF_AUTHENTICATING_NAMESPACES.intersection(route.namespaces):
         return True
     if route is not None and method != "OPTIONS" and route_capability(route.url_name, method) == Capability.PUBLIC:

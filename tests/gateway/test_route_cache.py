@@ -10,8 +10,8 @@ MODEL_SCRIPT = "/api/v1/models/3f2a9c1e-0000-4000-8000-000000000001/script"
 
 def test_a_path_is_resolved_once_and_gives_the_same_route():
     edge._resolved.cache_clear()
-    first = edge._route(MODEL_SCRIPT)
-    assert first is not None and edge._route(MODEL_SCRIPT) is first
+    first = edge.resolved_route(MODEL_SCRIPT)
+    assert first is not None and edge.resolved_route(MODEL_SCRIPT) is first
     assert edge._resolved.cache_info().hits == 1
 
 

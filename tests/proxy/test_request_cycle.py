@@ -143,6 +143,24 @@ def test_a_request_s_synchronous_work_is_one_step_on_the_request_s_thread(edit_s
     assert seen == [thread.ident] * 2
 
 
+def test_a_request_s_path_is_resolved_once(edit_service, model, monkeypatch):  # noqa: F811
+    """The edge's token check, the access middleware and the handler's dispatch take one look-up of the route
+    (edge.resolved_route), not one each; a path without a route is still Django's 404."""
+    from django.urls import get_resolver
+    from django.urls.resolvers import URLResolver
+
+    from viewer_gateway import edge
+
+    edge._resolved.cache_clear()
+    looked_up, root, resolve = [], get_resolver(), URLResolver.resolve
+    monkeypatch.setattr(URLResolver, "resolve", lambda self, path: (self is root and looked_up.append(path)) or resolve(self, path))
+    target = f"/api/v1/models/{model.id}/script"
+    assert _answer(one_step_handler.handle, "GET", target)[0] == 200
+    assert _answer(one_step_handler.handle, "GET", target)[0] == 200
+    assert looked_up == [target] and len(edit_service.received) == 2
+    assert _answer(one_step_handler.handle, "GET", "/api/v1/no-such-route")[0] == 404
+
+
 # A handler without middleware on a URL configuration of this module, for the streaming mechanics alone.
 produced: list[int] = []
 closed = threading.Event()
