@@ -58,11 +58,11 @@ def empty_data_dir(settings):
 def django_db_setup(django_db_setup, django_db_blocker):
     """pytest-django's test database, with the rows post_migrate makes put back after each flush instead of made
     again (tests/post_migrate_rows.py)."""
-    from django.db import connections
+    from django.db import DEFAULT_DB_ALIAS
 
     rows = PostMigrateRows()
     with django_db_blocker.unblock():
-        rows.install(list(connections))
+        rows.install([DEFAULT_DB_ALIAS])  # the one database of the settings (another would keep Django's signal)
     yield
     rows.uninstall()
 

@@ -25,7 +25,7 @@ from api.principal import Principal, Via
 from chat_app.selectors import session_scope
 from core.errors import FORBIDDEN, INTERNAL, INVALID, UNAUTHORIZED
 from models_app.access_scopes import model_scope, project_scope, trash_item_scope
-from viewer_gateway.edge import ANONYMOUS_GET_ROUTES, SAFE_METHODS, SELF_AUTHENTICATING_NAMESPACES, TokenFailures, bearer_challenge, resolved_route
+from viewer_gateway.edge import ANONYMOUS_GET_ROUTES, SAFE_METHODS, SELF_AUTHENTICATING_NAMESPACES, TokenFailures, bearer_challenge, request_route
 
 # the URL argument that names a route's scope, in order of precedence
 SCOPE_ARGUMENTS: tuple[tuple[str, Callable[[str], Scope]], ...] = (
@@ -94,7 +94,7 @@ class AccessMiddleware:
         return response
 
     def decided(self, request):
-        route = resolved_route(request.path_info)
+        route = request_route(request)
         if route is None:
             return self.get_response(request)  # no route: Django's 404 (static assets: WhiteNoise answered already)
         if SELF_AUTHENTICATING_NAMESPACES.intersection(route.namespaces):

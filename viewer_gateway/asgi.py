@@ -29,10 +29,10 @@ from django.core.exceptions import RequestAborted  # noqa: E402
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix  # noqa: E402
 from django.core.handlers.base import BaseHandler  # noqa: E402
 from django.http import FileResponse  # noqa: E402
-from django.urls import set_script_prefix  # noqa: E402
+from django.urls import ResolverMatch, set_script_prefix  # noqa: E402
 
 from chat_app.lifecycle import bind_server_loop  # noqa: E402 - after Django is set up
-from viewer_gateway.edge import resolved_route, route_name, trusted_scope  # noqa: E402
+from viewer_gateway.edge import request_route, route_name, trusted_scope  # noqa: E402
 
 EVENT_STREAM_ROUTES = frozenset({"chat-events"})
 
@@ -80,10 +80,16 @@ class OneStepHandler(ASGIHandler):
         self.load_middleware(is_async=False)
 
     def resolve_request(self, request):
-        """The route the edge and the access middleware decided on (edge.resolved_route), not a second look-up."""
-        route = None if hasattr(request, "urlconf") else resolved_route(request.path_info)
-        if route is None:
-            return super().resolve_request(request)  # Django's Resolver404, or a request's own URLconf
+        """The route the access middleware decided on (edge.request_route), not a second look-up; a copy with its own
+        kwargs, which the middleware's process_view and the view receive, so that nothing a request does to them
+        reaches the route kept for the next request of the path."""
+        kept = None if hasattr(request, "urlconf") else request_route(request)
+        if kept is None:
+            return super().resolve_request(request)  # Django's Resolver404, or a request's own URLconf (set_urlconf)
+        route = ResolverMatch(
+            kept.func, kept.args, dict(kept.kwargs), kept.url_name, kept.app_names, kept.namespaces, kept.route, kept.tried,
+            kept.captured_kwargs, kept.extra_kwargs,
+        )  # (a ResolverMatch refuses copy.copy: it may not be pickled)
         request.resolver_match = route
         return route
 

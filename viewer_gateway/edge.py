@@ -113,13 +113,19 @@ def _is_trusted_proxy(host: str) -> bool:
 CACHED_PATH_MAX = 256
 
 
-def resolved_route(path_info: str) -> ResolverMatch | None:
-    """The route Django resolves `path_info` to (ROOT_URLCONF's; no view sets `request.urlconf`), or None. The one
-    look-up of a request's route: the server's body limit, the token check, the event-stream test, the access
-    middleware and the gateway's handler (viewer_gateway/asgi.py) all take this answer. A ResolverMatch is shared
-    by the requests of one path and must not be changed (Django and DRF only read it)."""
-    resolver = get_resolver()
+def resolved_route(path_info: str, urlconf: str | None = None) -> ResolverMatch | None:
+    """The route Django resolves `path_info` to with `urlconf` (ROOT_URLCONF's when None), or None. Kept per path: the
+    server's body limit and token check, the event-stream test, the access middleware and the gateway's handler
+    (viewer_gateway/asgi.py) take one look-up per path between them. The ResolverMatch is shared by every request of
+    that path: read it, never change it (the handler gives each request a copy)."""
+    resolver = get_resolver(urlconf)
     return _resolved(resolver, path_info) if len(path_info) <= CACHED_PATH_MAX else _resolved.__wrapped__(resolver, path_info)
+
+
+def request_route(request) -> ResolverMatch | None:
+    """The route Django dispatches `request` to: with the URLconf a middleware may set on it (`request.urlconf`, as
+    Django's own dispatch honours it), else ROOT_URLCONF's."""
+    return resolved_route(request.path_info, getattr(request, "urlconf", None))
 
 
 # Keyed by the resolver itself: a changed URLconf (settings changed, tests) brings a new resolver from get_resolver,
