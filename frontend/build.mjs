@@ -11,6 +11,23 @@ import { brotliCompressSync, constants, gzipSync } from "node:zlib";
 const OUT = "dist";
 rmSync(OUT, { recursive: true, force: true });
 
+// xeokit-sdk probes WebGL as its module is evaluated (WEBGL_INFO) on a canvas it then drops. The garbage collector
+// finalizes that context later, and destroying it waits until the GPU process has finished everything queued before:
+// when that falls right after a large model's first frame, the page froze until the frame was drawn (1.3-1.5 s on
+// the 30 MB tower in SwiftShader, before the object tree could be built). The probe's context is lost at once
+// instead (docs/architecture/web-client.md); the build fails if the probe's code is no longer where it was.
+const XEOKIT_PROBE_END = /(gl\.getSupportedExtensions\(\)\.forEach\(function \(ext\) \{\s*WEBGL_INFO\.SUPPORTED_EXTENSIONS\[ext\] = true;\s*\}\);)/;
+const loseXeokitProbeContext = {
+  name: "lose-xeokit-probe-context",
+  setup(build) {
+    build.onLoad({ filter: /xeokit-sdk\.es\.js$/ }, ({ path }) => {
+      const source = readFileSync(path, "utf8");
+      if (source.split(XEOKIT_PROBE_END).length !== 3) throw new Error(`xeokit's WebGL probe not found once in ${path}`);
+      return { contents: source.replace(XEOKIT_PROBE_END, '$1\n        gl.getExtension("WEBGL_lose_context")?.loseContext();'), loader: "js" };
+    });
+  },
+};
+
 await esbuild.build({
   entryPoints: { app: "src/boot.js", style: "src/app.css" },
   bundle: true,
@@ -25,6 +42,7 @@ await esbuild.build({
   assetNames: "chunks/[name]-[hash]",
   // xeokit-sdk embeds an Emscripten module whose Node.js branch requires these; browsers never take it
   external: ["fs", "path"],
+  plugins: [loseXeokitProbeContext],
   logLevel: "warning",
 });
 

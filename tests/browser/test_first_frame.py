@@ -7,6 +7,7 @@
 - A model in the address (#model=m_...) is downloaded by the page's entry before the application chunk is even
   requested, and only once: the 3D view takes that download instead of requesting the files again.
 - A model in the address that is still converting opens by itself once it is ready, with its new files.
+- No WebGL context is left for the garbage collector to destroy (that waited for the GPU after the first frame).
 """
 
 import pytest
@@ -108,6 +109,32 @@ def test_the_3d_view_keeps_its_size_once_the_model_is_drawn(page, web_stack):
     resizes = page.evaluate("window.canvasResizes")
     assert resizes, "the observer saw the canvas laid out"
     assert [at for at in resizes if at > first_frame] == [], f"resized after the first frame ({first_frame:.0f} ms): {resizes}"
+
+
+# every WebGL context the page makes, with its canvas
+WEBGL_CONTEXTS_JS = """window.webglContexts = [];
+const getContext = HTMLCanvasElement.prototype.getContext;
+HTMLCanvasElement.prototype.getContext = function (type, ...options) {
+  const context = getContext.call(this, type, ...options);
+  if (context && /webgl/.test(type)) window.webglContexts.push([this, context]);
+  return context;
+};"""
+
+
+def test_no_webgl_context_is_left_for_the_garbage_collector(page, web_stack):
+    """A WebGL context on a canvas that is not on the page is lost at once (xeokit's probe of WebGL, WEBGL_INFO, and any
+    other): destroying one that the garbage collector finalizes waits for the GPU process to finish everything queued,
+    which froze the page for 1.3-1.5 s after a large model's first frame (frontend/build.mjs)."""
+    model_id = upload_ready(web_stack, sample("IfcOpenHouse_IFC4.ifc"))
+    page.add_init_script(WEBGL_CONTEXTS_JS)
+    page.goto(f"{web_stack.url}/#model={model_id}")
+    wait_model_open(page)
+    page.wait_for_function(marked("viewer:tree-ready"), timeout=120_000)
+    contexts = page.evaluate("""window.webglContexts.map(([canvas, context]) =>
+      ({ id: canvas.id, onPage: canvas.isConnected, lost: context.isContextLost() }))""")
+    assert {"id": "view3d", "onPage": True, "lost": False} in contexts  # the 3D view's own
+    assert [c for c in contexts if not c["onPage"]], "xeokit's probe made a context on a canvas off the page"
+    assert [c for c in contexts if not c["onPage"] and not c["lost"]] == [], contexts
 
 
 def test_a_model_in_the_address_that_is_converting_opens_once_it_is_ready(page, web_stack):
