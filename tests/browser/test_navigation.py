@@ -162,3 +162,24 @@ def test_a_measured_distance_matches_the_model(page, web_stack):
     measured = page.evaluate("Object.values(viewerApp.view3d.measurements.measurements).map((m) => m.length)")
     assert len(measured) == 1, measured
     assert measured[0] == pytest.approx(length, rel=0.01), (measured, length)
+
+
+def test_a_long_model_list_leaves_the_object_tree_its_room(page, web_stack, haus):
+    """With many models (here the list's answer repeats the opened one 40 times) the list scrolls on its own and the
+    tree keeps the rest of the side panel: it had been squeezed to nothing, its nodes under the footer."""
+    def many_models(route, request):
+        response = route.fetch()
+        listed = response.json()
+        listed["data"] = listed["data"] + [{**model, "id": f"{model['id']}-copy{copy}"} for copy in range(40) for model in listed["data"][:1]]
+        route.fulfill(response=response, json=listed)
+
+    page.route("**/api/v1/models", many_models)
+    open_haus(page, web_stack, haus)
+    sizes = page.evaluate("""() => ({
+      list: [document.getElementById("model-list").clientHeight, document.getElementById("model-list").scrollHeight],
+      tree: document.querySelector("[data-testid=tree-containment]").getBoundingClientRect().height,
+      panel: document.querySelector("aside.models").clientHeight,
+    })""")
+    assert sizes["list"][1] > sizes["list"][0], sizes  # the list scrolls
+    assert sizes["tree"] > sizes["panel"] / 3, sizes
+    page.locator("[data-testid=tree-containment] li:has(> span:text-is('Erdgeschoss')) > a.plus").click(timeout=10_000)
