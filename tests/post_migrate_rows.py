@@ -32,9 +32,8 @@ def post_migrate_receivers() -> set:
     return {receiver() if isinstance(receiver, weakref.ref) else receiver for _key, receiver, *_rest in post_migrate.receivers}
 
 
-def _columns_sql(connection, model) -> tuple[list[str], str]:
-    columns = [field.column for field in model._meta.concrete_fields]
-    return columns, ", ".join(connection.ops.quote_name(column) for column in columns)
+def _columns_sql(connection, model) -> str:
+    return ", ".join(connection.ops.quote_name(field.column) for field in model._meta.concrete_fields)
 
 
 def read_rows(database: str) -> dict[type, list[tuple]]:
@@ -43,7 +42,7 @@ def read_rows(database: str) -> dict[type, list[tuple]]:
     taken = {}
     with connection.cursor() as cursor:
         for model in POST_MIGRATE_MODELS:
-            _columns, columns_sql = _columns_sql(connection, model)
+            columns_sql = _columns_sql(connection, model)
             table, key = connection.ops.quote_name(model._meta.db_table), connection.ops.quote_name(model._meta.pk.column)
             cursor.execute(f"SELECT {columns_sql} FROM {table} ORDER BY {key}")
             taken[model] = cursor.fetchall()
@@ -57,12 +56,12 @@ class PostMigrateRows:
         self.rows: dict[str, dict[type, list[tuple]]] = {}
         self._django_emit = None
 
-    def install(self, databases) -> bool:
+    def install(self, databases) -> None:
+        """Does nothing while post_migrate has receivers other than Django's two."""
         if post_migrate_receivers() != DJANGO_POST_MIGRATE_RECEIVERS:
-            return False
+            return
         self.rows = {database: read_rows(database) for database in databases}
         self._django_emit, flush.emit_post_migrate_signal = flush.emit_post_migrate_signal, self.put_back
-        return True
 
     def uninstall(self) -> None:
         if self._django_emit is not None:
@@ -75,9 +74,8 @@ class PostMigrateRows:
         with transaction.atomic(using=db), connection.cursor() as cursor:
             for model, rows in self.rows[db].items():
                 if rows:
-                    columns, columns_sql = _columns_sql(connection, model)
-                    marks = ", ".join(["%s"] * len(columns))
-                    cursor.executemany(f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns_sql}) VALUES ({marks})", rows)
+                    marks = ", ".join(["%s"] * len(rows[0]))
+                    cursor.executemany(f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({_columns_sql(connection, model)}) VALUES ({marks})", rows)
             for statement in connection.ops.sequence_reset_sql(no_style(), POST_MIGRATE_MODELS):
                 cursor.execute(statement)
         ContentType.objects.clear_cache()  # as create_contenttypes does

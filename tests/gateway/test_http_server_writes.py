@@ -1,0 +1,103 @@
+"""The HTTP server's answers leave in one send each (serving/http_server.py, CoalescedWrites): uvicorn's protocol
+writes an answer's head and body separately, which cost the gateway and the edit service a system call and a TCP
+segment more for every small answer. Driven here through uvicorn's real protocol on a recording transport."""
+
+import asyncio
+
+import uvicorn
+from uvicorn.server import ServerState
+
+from serving.http_server import CheckedHttpProtocol, CoalescedWrites, RequestChecks
+
+BODY = b'{"code": 0}'
+
+
+async def small_answer(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]})
+    await send({"type": "http.response.body", "body": BODY})
+
+
+async def streamed_answer(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    for part in (b"one", b"two"):
+        await send({"type": "http.response.body", "body": part, "more_body": True})
+        await asyncio.sleep(0)  # a streamed body's parts come one per turn of the loop (Django reads a file on a thread)
+    await send({"type": "http.response.body", "body": b""})
+
+
+class RecordingTransport(asyncio.Transport):
+    def __init__(self):
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed = self.aborted = False
+
+    def write(self, data):
+        self.writes.append(bytes(data))
+
+    def close(self):
+        self.closed = True
+
+    def abort(self):
+        self.aborted = True
+
+    def is_closing(self):
+        return self.closed or self.aborted
+
+    def get_extra_info(self, name, default=None):
+        return {"peername": ("127.0.0.1", 50000), "sockname": ("127.0.0.1", 8000)}.get(name, default)
+
+    def pause_reading(self):
+        pass
+
+    def resume_reading(self):
+        pass
+
+
+def served(app, request: bytes) -> RecordingTransport:
+    """The transport's writes after `request` was served by the server's protocol."""
+
+    async def run():
+        config = uvicorn.Config(app, ws="none", lifespan="off", log_config=None, access_log=False)
+        config.load()
+        protocol_class = type("Checked", (CheckedHttpProtocol,), {"checks": RequestChecks(body_limit=lambda method, path: 1024, refusal=lambda *args: b"")})
+        protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
+        transport = RecordingTransport()
+        protocol.connection_made(transport)
+        protocol.data_received(request)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        protocol.connection_lost(None)
+        return transport
+
+    return asyncio.run(run())
+
+
+def test_a_small_answer_is_one_write_of_head_and_body():
+    transport = served(small_answer, b"GET /api/v1/health HTTP/1.1\r\nHost: gateway\r\n\r\n")
+    assert len(transport.writes) == 1, transport.writes
+    assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n")
+    assert transport.writes[0].endswith(b"\r\n\r\n" + BODY)
+
+
+def test_a_streamed_answer_goes_out_part_by_part():
+    transport = served(streamed_answer, b"GET /file HTTP/1.1\r\nHost: gateway\r\n\r\n")
+    joined = b"".join(transport.writes)
+    assert joined.endswith(b"3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n")
+    assert len(transport.writes) == 3  # the head with the first part, then one write per turn of the loop
+
+
+def test_closing_sends_what_is_pending_first_and_aborting_drops_it():
+    async def run():
+        loop = asyncio.get_running_loop()
+        closing, aborting = RecordingTransport(), RecordingTransport()
+        for transport in (closing, aborting):
+            coalesced = CoalescedWrites(transport, loop)
+            coalesced.write(b"head")
+            coalesced.write(b"body")
+            coalesced.close() if transport is closing else coalesced.abort()
+        await asyncio.sleep(0)
+        return closing, aborting
+
+    closing, aborting = asyncio.run(run())
+    assert closing.writes == [b"headbody"] and closing.closed
+    assert aborting.writes == [] and aborting.aborted
