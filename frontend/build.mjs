@@ -2,6 +2,8 @@
 //  - app.js: a tiny stable entry (the page's <script>) that imports the hashed chunks under chunks/;
 //  - chunks/*-[hash].js: the code, split per lazily loaded panel; content-hashed, so served as immutable;
 //  - style.css: the stylesheet (stable name, revalidated);
+//  - preload.json: the chunks app.js loads at once (its dynamic import of main.js and what that imports), which the
+//    page names as <link rel="modulepreload"> so that they download beside app.js instead of one after another;
 //  - every file also as .gz and .br beside it, which whitenoise serves to clients that accept them.
 import * as esbuild from "esbuild";
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -28,7 +30,7 @@ const loseXeokitProbeContext = {
   },
 };
 
-await esbuild.build({
+const built = await esbuild.build({
   entryPoints: { app: "src/boot.js", style: "src/app.css" },
   bundle: true,
   splitting: true,
@@ -43,8 +45,25 @@ await esbuild.build({
   // xeokit-sdk embeds an Emscripten module whose Node.js branch requires these; browsers never take it
   external: ["fs", "path"],
   plugins: [loseXeokitProbeContext],
+  metafile: true,
   logLevel: "warning",
 });
+
+// app.js's dynamic import of main.js, then main.js's static imports, transitively, as paths under dist/
+function startChunks(outputs) {
+  const entry = `${OUT}/app.js`;
+  const main = outputs[entry].imports.filter((edge) => edge.kind === "dynamic-import").map((edge) => edge.path);
+  if (main.length !== 1) throw new Error(`app.js should import one chunk dynamically, not ${main.length}`);
+  const chunks = [];
+  const visit = (path) => {
+    if (chunks.includes(path)) return;
+    chunks.push(path);
+    for (const edge of outputs[path].imports) if (edge.kind === "import-statement" && !edge.external) visit(edge.path);
+  };
+  visit(main[0]);
+  return chunks.map((path) => path.slice(OUT.length + 1));
+}
+writeFileSync(join(OUT, "preload.json"), JSON.stringify(startChunks(built.metafile.outputs)));
 
 function* files(folder) {
   for (const name of readdirSync(folder)) {

@@ -1,6 +1,5 @@
 from django.contrib import admin
 from django.urls import include, path
-from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
 from accounts_app import audit_urls
@@ -9,6 +8,7 @@ from accounts_app.pages import urls as account_page_urls
 from bcfapi_app import urls as bcfapi_urls
 from chat_app import urls as chat_urls
 from viewer_gateway.account_views import CapabilitiesView
+from viewer_gateway.web_client import WebClientView
 from checks_app import urls as checks_urls
 from coordination_app import issue_urls as clash_issue_urls
 from coordination_app import urls as coordination_urls
@@ -38,7 +38,7 @@ api_v1 = [
 ]
 
 urlpatterns = [
-    path("", TemplateView.as_view(template_name="viewer/index.html"), name="web-client"),
+    path("", WebClientView.as_view(), name="web-client"),
     path("api/v1/", include(api_v1)),
     path("v1/", include(models_urls.static_urlpatterns + issues_urls.static_urlpatterns)),
     path("admin/", admin.site.urls),

@@ -4,8 +4,9 @@
   model's files are held back by the test (its metadata.json, which xeokit's loader asks for first, at once for every
   model) until that frame is marked, so a view that waited for all of its models would never get there; released,
   the second model loads after the first frame (performance marks).
-- A model in the address (#model=m_...) is downloaded by the page's entry before the application chunk is even
-  requested, and only once: the 3D view takes that download instead of requesting the files again.
+- A model in the address (#model=m_...) is downloaded by the page's entry, and only once: the 3D view takes that
+  download instead of requesting the files again. The chunks the entry loads at once are named by the page as
+  module preloads, fetched beside the entry instead of one after another, each once.
 - A model in the address that is still converting opens by itself once it is ready, with its new files.
 - No WebGL context is left for the garbage collector to destroy (that waited for the GPU after the first frame).
 """
@@ -77,15 +78,28 @@ def test_a_project_shows_its_first_model_before_the_second_is_loaded(page, web_s
 
 def test_the_model_in_the_address_is_downloaded_once_from_the_page_s_entry(page, web_stack):
     model_id = upload_ready(web_stack, sample("IfcOpenHouse_IFC4.ifc"))
-    requests = []
-    page.on("request", lambda request: requests.append(request.url))
+    initiators = []  # (URL, who asked for it: the HTML parser, or the script at the top of the stack)
+    devtools = page.context.new_cdp_session(page.page)
+    devtools.on("Network.requestWillBeSent", lambda sent: initiators.append((sent["request"]["url"], initiator(sent["initiator"]))))
+    devtools.send("Network.enable")
     page.goto(f"{web_stack.url}/#model={model_id}")
     wait_model_open(page)
-    files = [url for url in requests if url.startswith(f"{web_stack.url}/v1/models/{model_id}/")]  # not /api/v1/...
-    assert sorted(files) == sorted(f"{web_stack.url}/v1/models/{model_id}/{name}" for name in ("model.xkt", "metadata.json")), files
-    main_chunk = next(i for i, url in enumerate(requests) if "/chunks/main-" in url)
-    assert requests.index(f"{web_stack.url}/v1/models/{model_id}/model.xkt") < main_chunk
+    files = [(url, by) for url, by in initiators if url.startswith(f"{web_stack.url}/v1/models/{model_id}/")]  # not /api/v1/...
+    entry = f"{web_stack.url}/static/viewer/app.js"
+    assert sorted(files) == [(f"{web_stack.url}/v1/models/{model_id}/{name}", entry) for name in ("metadata.json", "model.xkt")], files
+    # the chunks app.js loads at once are named by the page (modulepreload): fetched beside app.js, each once
+    preloads = page.evaluate("[...document.querySelectorAll('link[rel=modulepreload]')].map((link) => link.href)")
+    assert any("/chunks/main-" in url for url in preloads) and len(preloads) >= 2, preloads
+    chunks = [(url, by) for url, by in initiators if "/static/viewer/chunks/" in url and url in preloads]
+    assert sorted(chunks) == sorted((url, "parser") for url in preloads), initiators
     assert page.evaluate(MARK_JS, "viewer:first-frame") is not None
+
+
+def initiator(sent: dict) -> str:
+    if sent["type"] == "parser":
+        return "parser"
+    frames = sent.get("stack", {}).get("callFrames") or [{"url": sent.get("url", "?")}]
+    return frames[0]["url"].split("?")[0]
 
 
 # every size change of the 3D view's canvas, from the page's start: xeokit clears the canvas and draws the whole model

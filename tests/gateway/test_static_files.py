@@ -74,3 +74,18 @@ def test_unknown_model_and_missing_output_are_enveloped_404(client):
         assert response.status_code == 404
         assert response.json()["code"] == 40400
     assert "not available yet (status converting)" in client.get(f"/v1/models/{model.id}/model.xkt").json()["message"]
+
+
+def test_the_page_names_the_chunks_its_entry_loads_at_once_as_module_preloads(client):
+    """frontend/build.mjs lists them in preload.json (main.js and its imports); each is served, cached for good."""
+    import re
+
+    from viewer_gateway.web_client import start_chunks
+
+    page = client.get("/").content.decode()
+    preloads = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page)
+    assert preloads == [f"/static/{chunk}" for chunk in start_chunks()]
+    assert any("/chunks/main-" in url for url in preloads) and len(preloads) >= 2, preloads
+    for url in preloads:
+        response = client.get(url)
+        assert response.status_code == 200 and "immutable" in response["Cache-Control"], url
