@@ -21,7 +21,7 @@ MAKEFLAGS += --jobs=4
 export VIEWER_CONFIG ?= ./server_config.json
 export EDIT_SERVICE_PORT ?= 8100
 
-.PHONY: run test test-fast lint setup prerequisites test-prerequisites bench bench-smoke clean
+.PHONY: run test test-fast lint setup prerequisites test-prerequisites bytecode bench bench-smoke clean
 
 setup: prerequisites $(PIP_STAMP) $(CONVERTER_BUNDLE) $(WEB_STAMP)
 
@@ -74,19 +74,27 @@ $(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts
 # tests then run again on PostgreSQL. (Run alongside the SQLite run instead, they saved ~10 s of ~12.5 min and the
 # extra load made a browser test time out once: docs/benchmarks/2026-11-26-test-suite.md.)
 TEST_WORKERS ?= 2
-test: setup test-prerequisites $(OIDC_PROVIDER_STAMP)
-	env -u VIEWER_PG_DSN $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
+test: setup test-prerequisites $(OIDC_PROVIDER_STAMP) bytecode
+	env -u VIEWER_PG_DSN -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 	@if [ -n "$$VIEWER_PG_DSN" ]; then \
 		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \
-		$(PY) -m pytest -m storage -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
+		env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m storage -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
 	fi
+
+# The project's modules compiled to bytecode before the tests (compileall skips what is up to date): the ~200 Python
+# processes a run starts (gateways, workers, edit services, manage.py) then load them instead of compiling ~240
+# modules from source each, also where PYTHONDONTWRITEBYTECODE is set, as in many containers (~0.3 s of processor time
+# per gateway start). The test runs also unset it, so that pytest keeps the test modules it rewrote (~7 s of processor
+# time per worker's collection from the second run on). docs/testing.md
+bytecode: $(PIP_STAMP)
+	@$(PY) -m compileall -q -j 0 -x /node_modules/ manage.py $(dir $(wildcard */__init__.py)) > /dev/null
 
 # -m "not e2e and not heavy" leaves out every test that starts the real processes (tests/e2e, tests/browser and the
 # e2e-marked modules elsewhere) and the heavy in-process ones (samples through whole engines, real sandboxes,
 # manage.py children, whole-schema migrations); the paths are ignored too, so that not even their modules are imported
 FAST_WORKERS ?= 2
-test-fast: setup
-	env -u VIEWER_PG_DSN $(PY) -m pytest -m "not e2e and not heavy" --ignore=tests/browser --ignore=tests/e2e -n $(FAST_WORKERS) -q --durations=10
+test-fast: setup bytecode
+	env -u VIEWER_PG_DSN -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m "not e2e and not heavy" --ignore=tests/browser --ignore=tests/e2e -n $(FAST_WORKERS) -q --durations=10
 
 lint: $(PIP_STAMP)
 	$(VENV)/bin/lint-imports --no-cache
