@@ -76,25 +76,38 @@ class RequestChecks:
     header_check: HeaderCheck = _no_header_check
 
 
+# writes held back for one send at most this large together: what asyncio's transport buffers before it pauses the
+# writer (its default high-water mark); a larger write goes through at once, so that a large answer's flow control
+# (pause_writing, uvicorn's drain) and memory stay as they were
+COALESCED_MAX_BYTES = 64 * 1024
+
+
 class CoalescedWrites:
-    """A transport whose writes within one turn of the event loop go out in one send: uvicorn writes an answer's
-    head and its body separately, two system calls and two TCP segments for every small answer (a kept-alive client
-    reads them with two receives). Everything but writing is the transport's own."""
+    """A transport whose small writes within one turn of the event loop go out in one send: uvicorn writes an
+    answer's head and its body separately, two system calls and two TCP segments for every small answer (a kept-alive
+    client reads them with two receives). Everything but writing is the transport's own."""
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop):
         self._transport = transport
         self._loop = loop
         self._pending: list[bytes] = []
+        self._pending_bytes = 0
 
     def write(self, data: bytes) -> None:
+        if self._pending_bytes + len(data) > COALESCED_MAX_BYTES:
+            self.flush()
+            self._transport.write(data)
+            return
         if not self._pending:
             self._loop.call_soon(self.flush)
         self._pending.append(data)
+        self._pending_bytes += len(data)
 
     def flush(self) -> None:
         if self._pending:
             data = b"".join(self._pending)
             self._pending.clear()
+            self._pending_bytes = 0
             self._transport.write(data)
 
     def write_eof(self) -> None:
@@ -107,6 +120,7 @@ class CoalescedWrites:
 
     def abort(self) -> None:
         self._pending.clear()
+        self._pending_bytes = 0
         self._transport.abort()
 
     def __getattr__(self, name: str):

@@ -7,7 +7,7 @@ import asyncio
 import uvicorn
 from uvicorn.server import ServerState
 
-from serving.http_server import CheckedHttpProtocol, CoalescedWrites, RequestChecks
+from serving.http_server import COALESCED_MAX_BYTES, CheckedHttpProtocol, CoalescedWrites, RequestChecks
 
 BODY = b'{"code": 0}'
 
@@ -23,6 +23,16 @@ async def streamed_answer(scope, receive, send):
         await send({"type": "http.response.body", "body": part, "more_body": True})
         await asyncio.sleep(0)  # a streamed body's parts come one per turn of the loop (Django reads a file on a thread)
     await send({"type": "http.response.body", "body": b""})
+
+
+LARGE_PART = b"x" * (COALESCED_MAX_BYTES // 2 + 1)
+
+
+async def large_answer(scope, receive, send):
+    """A file's parts one after another without a turn of the loop between them (Django's FileResponse under ASGI)."""
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", str(4 * len(LARGE_PART)).encode())]})
+    for index in range(4):
+        await send({"type": "http.response.body", "body": LARGE_PART, "more_body": index < 3})
 
 
 class RecordingTransport(asyncio.Transport):
@@ -84,6 +94,15 @@ def test_a_streamed_answer_goes_out_part_by_part():
     joined = b"".join(transport.writes)
     assert joined.endswith(b"3\r\none\r\n3\r\ntwo\r\n0\r\n\r\n")
     assert len(transport.writes) == 3  # the head with the first part, then one write per turn of the loop
+
+
+def test_a_large_answer_is_not_held_back():
+    """Its parts reach the transport as they are sent (its flow control pauses the sender as before), none gathered
+    into one copy of the whole answer."""
+    transport = served(large_answer, b"GET /v1/models/m/model.xkt HTTP/1.1\r\nHost: gateway\r\n\r\n")
+    assert transport.writes[0].startswith(b"HTTP/1.1 200 OK\r\n") and transport.writes[0].endswith(b"\r\n\r\n" + LARGE_PART)
+    assert transport.writes[1:] == [LARGE_PART] * 3
+    assert max(map(len, transport.writes)) <= COALESCED_MAX_BYTES
 
 
 def test_closing_sends_what_is_pending_first_and_aborting_drops_it():
