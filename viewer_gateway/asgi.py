@@ -73,7 +73,8 @@ class OneStepHandler(ASGIHandler):
     request_started signal, the request object, the (synchronous) middleware chain and view, and, for an answer
     already in memory, response.close() with request_finished; the event loop then sends it. The middleware, the
     views and the signals are Django's own, as a WSGI server would run them. A streaming answer (files, ranges) is
-    sent as Django sends it, stopped when the client goes away, and closed on the request's thread afterwards."""
+    sent as Django sends it, stopped when the client goes away, and closed on the request's thread afterwards; a
+    file's blocks are read one at a time as they are sent (_read_in_turn)."""
 
     def __init__(self):
         BaseHandler.__init__(self)
@@ -100,7 +101,8 @@ class OneStepHandler(ASGIHandler):
             response = self.get_response(request)
             response._handler_class = self.__class__
             if isinstance(response, FileResponse):
-                response.block_size = self.chunk_size
+                response.block_size = FILE_READ_BYTES
+                response.streaming_content = _read_in_turn(response.streaming_content)
         if not response.streaming:
             response.close()
         return response
@@ -133,6 +135,25 @@ class OneStepHandler(ASGIHandler):
         for outcome in outcomes:
             if isinstance(outcome, Exception) and not isinstance(outcome, RequestAborted):
                 raise outcome
+
+
+# a file answer is read this much at a time, on the request's thread (Django sends it on in chunks of 64 KB)
+FILE_READ_BYTES = 1024 * 1024
+
+
+def _read_in_turn(blocks):
+    """A file answer's blocks as an asynchronous iterator, each block read when the last one was sent. Django's ASGI
+    handler reads a synchronous iterator whole into a list before it sends a byte (a whole model.xkt in memory per
+    download, its first byte after its last read); this one keeps the server's flow control, so a slow client
+    holds one block, not the file."""
+    blocks = iter(blocks)
+    read = sync_to_async(next)  # on the request's thread (ThreadSensitiveContext)
+
+    async def parts():
+        while (part := await read(blocks, None)) is not None:
+            yield part
+
+    return parts()
 
 
 one_step_handler = OneStepHandler()

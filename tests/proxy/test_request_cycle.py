@@ -4,13 +4,15 @@ and a streaming answer is sent as Django sends it: to the end, or until the clie
 
 import asyncio
 import gzip
+import io
 import json
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.core import signals
-from django.http import StreamingHttpResponse
+from django.http import FileResponse, StreamingHttpResponse
 from django.test import override_settings
 from django.urls import path
 
@@ -186,13 +188,28 @@ def stream_view(request, count):
     return StreamingHttpResponse(Chunks(count), content_type="text/plain")
 
 
-urlpatterns = [path("stream/<int:count>", stream_view)]
+FILE_CONTENT = bytes(range(256)) * (8 * asgi.FILE_READ_BYTES // 256)  # 8 blocks
+file_reads: list[int] = []
+
+
+class CountedFile(io.BytesIO):
+    def read(self, size=-1):
+        file_reads.append(size)
+        return super().read(size)
+
+
+def file_view(request):
+    return FileResponse(CountedFile(FILE_CONTENT), content_type="application/octet-stream")
+
+
+urlpatterns = [path("stream/<int:count>", stream_view), path("file", file_view)]
 
 
 @pytest.fixture
 def streaming_handler():
     produced.clear()
     closed.clear()
+    file_reads.clear()
     with override_settings(MIDDLEWARE=[], ROOT_URLCONF=__name__):
         yield OneStepHandler()
 
@@ -210,3 +227,21 @@ def test_a_streaming_answer_stops_when_the_client_goes_away_and_is_closed(stream
     assert sent[0]["status"] == 200
     assert len(produced) < 2000
     assert closed.is_set()
+
+
+def test_a_file_is_sent_whole_without_django_reading_it_into_a_list_first(streaming_handler):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Django warns when it consumes a synchronous iterator whole under ASGI
+        sent = _in_own_loop(_exchange(streaming_handler, _scope("GET", "/file", {})))
+    assert sent[0]["status"] == 200
+    assert dict(sent[0]["headers"])[b"Content-Length"] == str(len(FILE_CONTENT)).encode()
+    assert b"".join(m.get("body", b"") for m in sent[1:]) == FILE_CONTENT
+
+
+def test_a_file_is_read_as_it_is_sent(streaming_handler):
+    """A client gone after the first chunk: the file's later blocks are never read (Django had read all 8 before
+    sending a byte)."""
+    sent = _in_own_loop(_exchange(streaming_handler, _scope("GET", "/file", {}), disconnect_after_first_chunk=True))
+    assert sent[0]["status"] == 200
+    assert file_reads and set(file_reads) == {asgi.FILE_READ_BYTES}
+    assert len(file_reads) < 8, file_reads
