@@ -100,7 +100,7 @@ class OneStepHandler(ASGIHandler):
         if request is not None:
             response = self.get_response(request)
             response._handler_class = self.__class__
-            if isinstance(response, FileResponse):
+            if isinstance(response, FileResponse) and not response.is_async:
                 response.block_size = FILE_READ_BYTES
                 response.streaming_content = _read_in_turn(response.streaming_content)
         if not response.streaming:
