@@ -70,6 +70,16 @@ runner.run_pipeline(Path(sys.argv[1]), Path(sys.argv[2]), node_bin="node", conve
 """
 
 
+def _described(process: psutil.Process, descendants: list[psutil.Process]) -> dict:
+    """What is known of a process that outlived its worker: its place among the worker's descendants when the worker
+    was killed, its parent now, its state and its command line (a bubblewrap was seen alive 60 s after the kill)."""
+    try:
+        return {"pid": process.pid, "was": [p.pid for p in descendants].index(process.pid), "of": [p.pid for p in descendants],
+                "ppid_now": process.ppid(), "status": process.status(), "cmdline": process.cmdline()[:12]}
+    except psutil.Error as error:
+        return {"pid": process.pid, "error": repr(error)}
+
+
 def _kill_worker_when(tmp_path, ifc, converter, running) -> None:
     """Starts a worker converting `ifc`, kills it (SIGKILL) once `running(descendants)` is true, then checks every
     process it had started ends and nothing was converted for the dead worker."""
@@ -89,7 +99,7 @@ def _kill_worker_when(tmp_path, ifc, converter, running) -> None:
         worker.wait(timeout=10)
         # a killed sandbox's bubblewrap was seen still tearing its namespaces down after 10 s at a load of 5-7
         gone, alive = psutil.wait_procs(descendants, timeout=60)
-        assert alive == [], [p.cmdline() for p in alive]
+        assert alive == [], [_described(process, descendants) for process in alive]
         assert not (out / "model.xkt").exists() or (out / "model.xkt").stat().st_size == 0
     finally:
         stop(worker)
