@@ -74,11 +74,13 @@ $(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts
 # tests then run again on PostgreSQL. (Run alongside the SQLite run instead, they saved ~10 s of ~12.5 min and the
 # extra load made a browser test time out once: docs/benchmarks/2026-11-26-test-suite.md.)
 TEST_WORKERS ?= 2
+# pytest with PYTHONDONTWRITEBYTECODE unset (see `bytecode` below)
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 test: setup test-prerequisites $(OIDC_PROVIDER_STAMP) bytecode
-	env -u VIEWER_PG_DSN -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
+	env -u VIEWER_PG_DSN $(PYTEST) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 	@if [ -n "$$VIEWER_PG_DSN" ]; then \
 		echo "== storage tests again on PostgreSQL ($$VIEWER_PG_DSN) =="; \
-		env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m storage -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
+		$(PYTEST) -m storage -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder; \
 	fi
 
 # The project's modules compiled to bytecode before the tests (compileall skips what is up to date): the ~200 Python
@@ -94,7 +96,7 @@ bytecode: $(PIP_STAMP)
 # manage.py children, whole-schema migrations); the paths are ignored too, so that not even their modules are imported
 FAST_WORKERS ?= 2
 test-fast: setup bytecode
-	env -u VIEWER_PG_DSN -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest -m "not e2e and not heavy" --ignore=tests/browser --ignore=tests/e2e -n $(FAST_WORKERS) -q --durations=10
+	env -u VIEWER_PG_DSN $(PYTEST) -m "not e2e and not heavy" --ignore=tests/browser --ignore=tests/e2e -n $(FAST_WORKERS) -q --durations=10
 
 lint: $(PIP_STAMP)
 	$(VENV)/bin/lint-imports --no-cache

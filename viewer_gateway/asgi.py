@@ -74,7 +74,7 @@ class OneStepHandler(ASGIHandler):
     already in memory, response.close() with request_finished; the event loop then sends it. The middleware, the
     views and the signals are Django's own, as a WSGI server would run them. A streaming answer (files, ranges) is
     sent as Django sends it, stopped when the client goes away, and closed on the request's thread afterwards; a
-    file's blocks are read one at a time as they are sent (_read_in_turn)."""
+    synchronous one (a file's blocks) is read a part at a time as the parts are sent (_read_in_turn)."""
 
     def __init__(self):
         BaseHandler.__init__(self)
@@ -100,8 +100,9 @@ class OneStepHandler(ASGIHandler):
         if request is not None:
             response = self.get_response(request)
             response._handler_class = self.__class__
-            if isinstance(response, FileResponse) and not response.is_async:
+            if isinstance(response, FileResponse):
                 response.block_size = FILE_READ_BYTES
+            if response.streaming and not response.is_async:
                 response.streaming_content = _read_in_turn(response.streaming_content)
         if not response.streaming:
             response.close()
@@ -141,19 +142,19 @@ class OneStepHandler(ASGIHandler):
 FILE_READ_BYTES = 1024 * 1024
 
 
-def _read_in_turn(blocks):
-    """A file answer's blocks as an asynchronous iterator, each block read when the last one was sent. Django's ASGI
-    handler reads a synchronous iterator whole into a list before it sends a byte (a whole model.xkt in memory per
-    download, its first byte after its last read); this one keeps the server's flow control, so a slow client
-    holds one block, not the file."""
-    blocks = iter(blocks)
-    read = sync_to_async(next)  # on the request's thread (ThreadSensitiveContext)
+def _read_in_turn(parts):
+    """A synchronous streaming answer's parts (a file's blocks) as an asynchronous iterator, each part made when the
+    last one was sent. Django's ASGI handler reads a synchronous iterator whole into a list before it sends a byte (a
+    whole model.xkt in memory per download, its first byte after its last read); this one keeps the server's flow
+    control, so a slow client holds one part, not the file."""
+    parts = iter(parts)
+    take = sync_to_async(next)  # on the request's thread (ThreadSensitiveContext)
 
-    async def parts():
-        while (part := await read(blocks, None)) is not None:
+    async def in_turn():
+        while (part := await take(parts, None)) is not None:
             yield part
 
-    return parts()
+    return in_turn()
 
 
 one_step_handler = OneStepHandler()

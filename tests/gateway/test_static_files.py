@@ -1,7 +1,10 @@
+import re
+
 import pytest
 
 from models_app.models import IfcModel
 from models_app.storage import model_dir
+from viewer_gateway.web_client import start_chunks
 
 pytestmark = pytest.mark.django_db
 
@@ -78,10 +81,6 @@ def test_unknown_model_and_missing_output_are_enveloped_404(client):
 
 def test_the_page_names_the_chunks_its_entry_loads_at_once_as_module_preloads(client):
     """frontend/build.mjs lists them in preload.json (main.js and its imports); each is served, cached for good."""
-    import re
-
-    from viewer_gateway.web_client import start_chunks
-
     page = client.get("/").content.decode()
     preloads = re.findall(r'<link rel="modulepreload" href="([^"]+)">', page)
     assert preloads == [f"/static/{chunk}" for chunk in start_chunks()]

@@ -202,7 +202,18 @@ def file_view(request):
     return FileResponse(CountedFile(FILE_CONTENT), content_type="application/octet-stream")
 
 
-urlpatterns = [path("stream/<int:count>", stream_view), path("file", file_view)]
+def made_in_turn(count: int):
+    """A streamed body made by a synchronous generator (a report written part by part, say)."""
+    for index in range(count):
+        produced.append(index)
+        yield b"%d\n" % index
+
+
+def sync_stream_view(request, count):
+    return StreamingHttpResponse(made_in_turn(count), content_type="text/plain")
+
+
+urlpatterns = [path("stream/<int:count>", stream_view), path("file", file_view), path("sync-stream/<int:count>", sync_stream_view)]
 
 
 @pytest.fixture
@@ -245,3 +256,12 @@ def test_a_file_is_read_as_it_is_sent(streaming_handler):
     assert sent[0]["status"] == 200
     assert file_reads and set(file_reads) == {asgi.FILE_READ_BYTES}
     assert len(file_reads) < 8, file_reads
+
+
+def test_a_synchronous_stream_is_made_as_it_is_sent(streaming_handler):
+    sent = _in_own_loop(_exchange(streaming_handler, _scope("GET", "/sync-stream/5", {})))
+    assert b"".join(m.get("body", b"") for m in sent[1:]) == b"0\n1\n2\n3\n4\n"
+    produced.clear()
+    sent = _in_own_loop(_exchange(streaming_handler, _scope("GET", "/sync-stream/2000", {}), disconnect_after_first_chunk=True))
+    assert sent[0]["status"] == 200
+    assert len(produced) < 2000  # Django made all 2,000 parts before sending the first
