@@ -5,7 +5,8 @@ Once a request's headers are parsed, and before its application task starts, the
 the request outright (`HeaderCheck`: a missing token, say) and how large a body the route accepts (`BodyLimit`),
 checked against Content-Length and again while a body without a length streams in; a refusal is answered by the
 server itself and the application never sees the request. A WebSocket upgrade is refused with 403 (neither service
-serves one), a request head over HEAD_MAX_BYTES is refused too (httptools alone would collect any number of headers).
+serves one), a request head over HEAD_MAX_BYTES is refused too (httptools alone would collect any number of headers),
+and a head not complete within HEAD_TIMEOUT_SECONDS is answered 408 and its connection closed.
 
 A refused connection is closed the way nginx's lingering close does it: the answer is sent and the write side shut,
 then whatever the client still sends is read and dropped for a short while, so a client that is busy uploading
@@ -35,6 +36,11 @@ HEAD_MAX_BYTES = 32 * 1024
 # an idle kept-alive connection stays open this long (nginx's default): the gateway keeps its connections to the
 # edit service open between calls
 KEEP_ALIVE_SECONDS = 75
+# a client gets this long from its connection (on a kept-alive one: from its next request's first byte) to send the
+# request line and headers; uvicorn sets no such limit, so a client that connected and sent nothing, or trickled its
+# head a byte at a time (slowloris), held a connection for ever (nginx's client_header_timeout: 60 s; Apache's
+# mod_reqtimeout: 20-40 s)
+HEAD_TIMEOUT_SECONDS = 30.0
 # on SIGTERM, requests in flight get this long to finish (an open event stream would otherwise hold the exit)
 GRACEFUL_SHUTDOWN_SECONDS = 5
 
@@ -66,6 +72,8 @@ def _no_header_check(head: RequestHead) -> None:
     return None
 
 
+HEAD_TIMEOUT_ANSWER = raw_response("408 Request Timeout", {"Content-Type": "text/plain"},
+                                   f"the request line and headers did not arrive within {HEAD_TIMEOUT_SECONDS:g} s".encode())
 WEBSOCKET_REFUSAL = raw_response("403 Forbidden", {"Content-Type": "text/plain"}, b"WebSocket connections are not served here")
 
 
@@ -128,10 +136,11 @@ class CoalescedWrites:
 
 
 class CheckedHttpProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with RequestChecks applied between the headers and the application, its writes
-    coalesced (CoalescedWrites)."""
+    """uvicorn's httptools protocol with RequestChecks applied between the headers and the application, a deadline
+    for each request's head (HEAD_TIMEOUT_SECONDS), its writes coalesced (CoalescedWrites)."""
 
     checks: RequestChecks
+    head_timeout: float = HEAD_TIMEOUT_SECONDS
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -141,9 +150,11 @@ class CheckedHttpProtocol(HttpToolsProtocol):
         self._head_bytes = 0
         self._body_limit = 0
         self._body_received = 0
+        self._head_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescedWrites(transport, self.loop))
+        self._await_head()
 
     def data_received(self, data: bytes) -> None:
         if self._refused:
@@ -159,6 +170,7 @@ class CheckedHttpProtocol(HttpToolsProtocol):
                 self.send_400_response("Invalid HTTP request received.")
 
     def on_message_begin(self) -> None:
+        self._await_head()
         super().on_message_begin()
         self._head_bytes = 0
 
@@ -180,6 +192,7 @@ class CheckedHttpProtocol(HttpToolsProtocol):
         return True
 
     def on_headers_complete(self) -> None:
+        self._head_arrived()
         if self._refused:
             return
         headers = self._header_dict()
@@ -219,7 +232,28 @@ class CheckedHttpProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._linger_cut is not None:
             self._linger_cut.cancel()
+        self._head_arrived()
         super().connection_lost(exc)
+
+    def _await_head(self) -> None:
+        if self._head_deadline is None:
+            self._head_deadline = self.loop.call_later(self.head_timeout, self._head_timed_out)
+
+    def _head_arrived(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_timed_out(self) -> None:
+        self._head_deadline = None
+        if self._refused or self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:  # a pipelined head: the answer before it runs
+            self._await_head()
+            return
+        self._refused = True  # whatever still comes is not parsed
+        self.transport.write(HEAD_TIMEOUT_ANSWER)
+        self.transport.close()
 
     def _header_dict(self) -> dict[str, str]:
         headers: dict[str, str] = {}
