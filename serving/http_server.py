@@ -6,7 +6,8 @@ the request outright (`HeaderCheck`: a missing token, say) and how large a body 
 checked against Content-Length and again while a body without a length streams in; a refusal is answered by the
 server itself and the application never sees the request. A WebSocket upgrade is refused with 403 (neither service
 serves one), a request head over HEAD_MAX_BYTES is refused too (httptools alone would collect any number of headers),
-and a head not complete within HEAD_TIMEOUT_SECONDS is answered 408 and its connection closed.
+and a head not complete within HEAD_TIMEOUT_SECONDS is answered 408 and its connection closed (a connection that sent
+nothing by then is closed without an answer).
 
 A refused connection is closed the way nginx's lingering close does it: the answer is sent and the write side shut,
 then whatever the client still sends is read and dropped for a short while, so a client that is busy uploading
@@ -151,6 +152,7 @@ class CheckedHttpProtocol(HttpToolsProtocol):
         self._body_limit = 0
         self._body_received = 0
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._head_begun = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(CoalescedWrites(transport, self.loop))
@@ -173,6 +175,7 @@ class CheckedHttpProtocol(HttpToolsProtocol):
         self._await_head()
         super().on_message_begin()
         self._head_bytes = 0
+        self._head_begun = True
 
     def on_url(self, url: bytes) -> None:
         if self._counted_head(len(url)):
@@ -193,6 +196,7 @@ class CheckedHttpProtocol(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._head_arrived()
+        self._head_begun = False
         if self._refused:
             return
         headers = self._header_dict()
@@ -252,7 +256,8 @@ class CheckedHttpProtocol(HttpToolsProtocol):
             self._await_head()
             return
         self._refused = True  # whatever still comes is not parsed
-        self.transport.write(HEAD_TIMEOUT_ANSWER)
+        if self._head_begun:  # a connection that never sent a byte is closed without a word, as a kept-alive one is
+            self.transport.write(HEAD_TIMEOUT_ANSWER)
         self.transport.close()
 
     def _header_dict(self) -> dict[str, str]:

@@ -44,8 +44,15 @@ def answers(transport: RecordingTransport) -> bytes:
     return b"".join(transport.writes)
 
 
-def test_a_connection_that_sends_nothing_is_answered_408_and_closed_at_the_deadline():
+def test_a_connection_that_sends_nothing_is_closed_without_an_answer_at_the_deadline():
+    """As uvicorn closes an idle kept-alive connection: a browser's preconnected socket gets no 408 to misread."""
     transport = conversation(DEADLINE * 2)
+    assert answers(transport) == b""
+    assert transport.closed_by_server
+
+
+def test_a_head_begun_and_not_finished_is_answered_408_and_closed_at_the_deadline():
+    transport = conversation(b"GET / HTTP/1.1\r\nHost: testse", DEADLINE * 2)
     assert answers(transport) == HEAD_TIMEOUT_ANSWER
     assert answers(transport).startswith(b"HTTP/1.1 408 Request Timeout\r\n")
     assert transport.closed_by_server
