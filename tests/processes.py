@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 import uuid
 
 import psutil
@@ -38,6 +39,26 @@ def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 
             pass
     signal_group(process.pid, signal.SIGKILL)
     process.wait()
+
+
+def still_running(processes: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Waits up to `timeout` s for `processes` to end; those still running then (a zombie has ended). A process is
+    known by its pid and start time, not its pid alone: a run starts thousands of processes and threads and the
+    kernel hands a pid out again within seconds (pid_max is 32768 here), and psutil.wait_procs, which waits on
+    whatever process holds the pid now, took another test's sandbox for a survivor."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = [process for process in processes if _running(process)]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.05)
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE  # is_running: the same start time
+    except psutil.NoSuchProcess:
+        return False
 
 
 def signal_group(pid: int, sig: int) -> None:
@@ -71,5 +92,5 @@ def kill_survivors() -> list[str]:
             process.kill()
         except (psutil.NoSuchProcess, psutil.ZombieProcess):
             continue
-    psutil.wait_procs(survivors, timeout=10)
+    still_running(survivors, timeout=10)
     return described

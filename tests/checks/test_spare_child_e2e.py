@@ -12,6 +12,7 @@ import pytest
 from tests.e2e.stack import Stack
 from tests.e2e.test_sandbox_seccomp_e2e import _run_cgroup_folders
 from tests.helpers import poll, skip_without_run_cgroups
+from tests.processes import still_running
 
 pytestmark = pytest.mark.e2e
 
@@ -38,8 +39,7 @@ def test_a_stopped_worker_leaves_no_spare_cgroup_and_a_killed_ones_goes_at_the_n
         folders = poll(lambda: _run_cgroup_folders(worker.pid), bool, timeout=120)
         sandboxed = psutil.Process(worker.pid).children(recursive=True)
         stack.kill("checks1", signal.SIGKILL)  # it removes nothing now: the next start's sweep of stale run cgroups does
-        _, alive = psutil.wait_procs(sandboxed, timeout=30)
-        assert alive == []  # the sandbox dies with its worker (--die-with-parent)
+        assert still_running(sandboxed, timeout=30) == []  # the sandbox dies with its worker (--die-with-parent)
 
         stack.start_check_worker("checks2")
         poll(lambda: [folder for folder in folders if folder.exists()], lambda left: left == [], timeout=120)

@@ -5,6 +5,7 @@ import psutil
 import pytest
 
 from tests.helpers import sample, sample_files, step_instances, xkt_entity_ids
+from tests.processes import still_running
 
 pytestmark = pytest.mark.e2e
 
@@ -105,8 +106,7 @@ def test_killed_worker_conversion_resumes_after_restart(stack):
                for child in psutil.Process(process.pid).children(recursive=True)]
     assert started, "the workers keep their sandboxed zygotes"
     stack.kill_workers()
-    gone, alive = psutil.wait_procs(started, timeout=10)
-    assert alive == [], "the pipeline (zygote, forked stage, converter) must die with its worker"
+    assert still_running(started, timeout=10) == [], "the pipeline (zygote, forked stage, converter) must die with its worker"
     assert stack.api("GET", f"/api/v1/models/{model_id}").json()["data"]["status"] == "converting"
 
     stack.start_workers()

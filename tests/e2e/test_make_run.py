@@ -17,6 +17,7 @@ from core.service_secret import HEADER as SECRET_HEADER
 from core.service_secret import read_secret
 from tests.e2e.stack import ROOT, free_port, seed_migrated_database
 from tests.helpers import MINIMAL_IFC
+from tests.processes import still_running
 
 pytestmark = pytest.mark.e2e
 
@@ -77,7 +78,7 @@ def test_two_instances_side_by_side_and_sigterm_stops_everything(tmp_path):
             children = psutil.Process(process.pid).children(recursive=True)
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=60)
-            _, alive = psutil.wait_procs(children, timeout=30)
+            alive = still_running(children, timeout=30)
             survivors += alive
             for leftover in alive:
                 leftover.kill()

@@ -13,6 +13,7 @@ from tests.edit_service.conftest import MODEL_ID
 from tests.edit_service.test_api import EditService
 from tests.edit_service.test_hardening import SLEEPING
 from tests.helpers import poll, skip_without_run_cgroups
+from tests.processes import still_running
 
 pytestmark = pytest.mark.e2e
 
@@ -51,8 +52,7 @@ def test_a_run_cgroup_left_by_a_service_killed_with_9_is_gone_after_its_restart(
         sandboxed = psutil.Process(service.process.pid).children(recursive=True)
         service.process.kill()  # only the service: its sandbox is in a session of its own
         service.process.wait()
-        _, alive = psutil.wait_procs(sandboxed, timeout=30)
-        assert alive == []  # --die-with-parent
+        assert still_running(sandboxed, timeout=30) == []  # --die-with-parent
         restarted = EditService(tmp_path).start()
         assert [folder for folder in folders if folder.exists()] == []
     finally:

@@ -19,7 +19,7 @@ import requests
 from tests.checks.conftest import fire_ids
 from tests.e2e.stack import ROOT, free_port, seed_migrated_database
 from tests.helpers import poll, sample
-from tests.processes import signal_group, spawn
+from tests.processes import signal_group, spawn, still_running
 
 pytestmark = pytest.mark.e2e
 
@@ -96,7 +96,7 @@ def ctrl_c(run: Run) -> list[str]:
     started = psutil.Process(run.make.pid).children(recursive=True)
     signal_group(run.make.pid, signal.SIGINT)
     run.make.wait(timeout=90)
-    _, alive = psutil.wait_procs(started, timeout=30)
+    alive = still_running(started, timeout=30)
     survivors = []
     for process in alive:
         try:
@@ -117,7 +117,7 @@ def kill_and_wait_restart(run: Run, kind: str) -> int:
 def kill(pid: int) -> None:
     process = psutil.Process(pid)
     process.kill()
-    psutil.wait_procs([process], timeout=30)
+    still_running([process], timeout=30)
 
 
 def upload(run: Run, name: str) -> dict:

@@ -17,6 +17,7 @@ from edit_service.engine.workflow import Editor
 from tests.edit_service.conftest import MODEL_ID, example
 from tests.edit_service.test_api import EditService
 from tests.helpers import poll
+from tests.processes import still_running
 
 pytestmark = pytest.mark.heavy
 
@@ -180,8 +181,7 @@ def test_cancel_kills_a_running_build_and_publishes_nothing(editor, data_dir):
     assert "cancelled" in failures[0].value.detail
     assert (data_dir / "models" / MODEL_ID / "model.ifc").read_bytes() == before
     assert editor.script_state() == staged
-    gone, alive = psutil.wait_procs(tree, timeout=5)  # only this build's processes: other tests keep sandboxes warm
-    assert alive == []
+    assert still_running(tree, timeout=5) == []  # only this build's processes: other tests keep sandboxes warm
     assert editor.cancel_runs() == {"cancelled": 0}
 
 

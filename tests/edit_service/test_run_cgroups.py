@@ -15,6 +15,7 @@ import pytest
 
 from sandboxing import cgroups
 from tests.helpers import skip_without_run_cgroups
+from tests.processes import still_running
 
 ROOT = Path(__file__).resolve().parents[2]
 # an owner process: makes a run cgroup, starts a sandboxed `sleep` in it (the services' exec chain and filter), prints
@@ -60,8 +61,7 @@ def _kill_with_9(process: subprocess.Popen, folders: list[Path]) -> None:
     sandboxed = [psutil.Process(pid) for pid in cgroups.RunCgroup(list(folders)).pids()]
     process.kill()
     process.wait()
-    _, alive = psutil.wait_procs(sandboxed, timeout=30)
-    assert alive == []
+    assert still_running(sandboxed, timeout=30) == []
 
 
 def test_the_sweep_at_a_services_start_removes_the_cgroup_of_an_owner_killed_with_9(owner):

@@ -11,7 +11,7 @@ import pytest
 from models_app.conversion import runner, sandbox
 from sandboxing.limits import PROJECT_ROOT
 from tests.helpers import MINIMAL_IFC, poll, sample
-from tests.processes import spawn, stop
+from tests.processes import spawn, still_running, stop
 from viewer_gateway.config import SHIPPED_CONVERTER as CONVERTER
 
 pytestmark = pytest.mark.heavy
@@ -98,7 +98,7 @@ def _kill_worker_when(tmp_path, ifc, converter, running) -> None:
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
         # a killed sandbox's bubblewrap was seen still tearing its namespaces down after 10 s at a load of 5-7
-        gone, alive = psutil.wait_procs(descendants, timeout=60)
+        alive = still_running(descendants, timeout=60)
         assert alive == [], [_described(process, descendants) for process in alive]
         assert not (out / "model.xkt").exists() or (out / "model.xkt").stat().st_size == 0
     finally:
