@@ -15,7 +15,8 @@ time), alternating:
 - anchor: a bare page on the same origin with only xeokit's Viewer + XKTLoaderPlugin (defaults) loading the same
   model.xkt + metadata.json: navigation start -> first frame after loading.
 
-Also the client once more in a warm context (second visit: model files revalidated by ETag). Prints JSON with the
+Each opening starts once the browser is idle (its processes under 5% of a core over half a second; the wait is
+printed as idleWaitS): what a closed page left drawing is not billed to the next. Also the client once more in a warm context (second visit: model files revalidated by ETag). Prints JSON with the
 medians and the ratios to the anchor. Then one more cold run of each way under Chromium's tracing (not counted in
 the figures: the sampling profiler slows the page), written as Chrome trace JSON (open it in chrome://tracing or
 DevTools' Performance panel) into --trace-dir, `web-open-<model>-{client,bare}.json`, and summarised in the JSON
@@ -34,6 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -104,7 +107,37 @@ def wait_mark(page, name: str, timeout_s: float = 600) -> float:
     raise TimeoutError(f"{name} not reached in {timeout_s} s")
 
 
+def chromium_cpu_s() -> dict[int, float]:
+    """Processor time so far of each of this run's Chromium processes (the browser's tree under Playwright's driver)."""
+    times = {}
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in process.name():
+                cpu = process.cpu_times()
+                times[process.pid] = cpu.user + cpu.system
+        except psutil.Error:
+            pass
+    return times
+
+
+def wait_browser_idle(window_s: float = 0.5, busy_share: float = 0.05, timeout_s: float = 60) -> float:
+    """Waits until Chromium's processes together use under `busy_share` of a core over `window_s`; the seconds waited.
+    A page closed at its first frame leaves the GPU process drawing that frame (SwiftShader: ~2 s of processor time
+    for the tower here) and the context's teardown waiting for it; without this wait that work fell into the next
+    measured opening, which then started its script up to 2.7 s late."""
+    started = time.monotonic()
+    before = chromium_cpu_s()
+    while time.monotonic() - started < timeout_s:
+        time.sleep(window_s)
+        now = chromium_cpu_s()
+        if sum(max(0.0, cpu - before.get(pid, 0.0)) for pid, cpu in now.items()) < busy_share * window_s:
+            break
+        before = now
+    return round(time.monotonic() - started, 2)
+
+
 def open_client(browser, url: str, model_id: str, context=None, trace: Path | None = None) -> tuple[dict, object]:
+    idle_s = wait_browser_idle()
     context = context or browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     if trace:
@@ -117,10 +150,11 @@ def open_client(browser, url: str, model_id: str, context=None, trace: Path | No
         browser.stop_tracing()
     phases = page.evaluate(PHASES_JS)
     page.close()
-    return {"firstFrameMs": round(first), "treeMs": round(tree), **phases}, context
+    return {"firstFrameMs": round(first), "treeMs": round(tree), **phases, "idleWaitS": idle_s}, context
 
 
 def open_bare(browser, url: str, model_id: str, bare_js: bytes, trace: Path | None = None) -> dict:
+    idle_s = wait_browser_idle()
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.route(f"{url}/__bench/bare.html*", lambda route: route.fulfill(body=BARE_HTML, content_type="text/html"))
@@ -133,7 +167,7 @@ def open_bare(browser, url: str, model_id: str, bare_js: bytes, trace: Path | No
         browser.stop_tracing()
     phases = page.evaluate(PHASES_JS)
     context.close()
-    return {"firstFrameMs": round(first), **phases}
+    return {"firstFrameMs": round(first), **phases, "idleWaitS": idle_s}
 
 
 # --- the trace's summary ----------------------------------------------------------------------------------------
@@ -308,7 +342,7 @@ def main() -> None:
         "clientWarmFirstFrameMs": round(warm_first), "clientWarmInteractiveTreeMs": round(median(warm, "treeMs")),
         "firstFrameRatioToAnchor": round(first / anchor, 2), "treeRatioToAnchor": round(tree / anchor, 2),
         "warmFirstFrameRatioToAnchor": round(warm_first / anchor, 2),
-        "medians": {way: {key: round(median(runs, key)) for key in runs[0]} for way, runs in (("anchor", anchors), ("client", clients), ("clientWarm", warm))},
+        "medians": {way: {key: round(median(runs, key), 2 if key == "idleWaitS" else None) for key in runs[0]} for way, runs in (("anchor", anchors), ("client", clients), ("clientWarm", warm))},
         "runs": {"anchor": anchors, "client": clients, "clientWarm": warm},
         "trace": trace_summaries,
     }, indent=2))
