@@ -16,8 +16,9 @@ time), alternating:
   model.xkt + metadata.json: navigation start -> first frame after loading.
 
 Each opening starts once the browser is idle (its processes under 5% of a core over half a second; the wait is
-printed as idleWaitS): what a closed page left drawing is not billed to the next. Also the client once more in a warm context (second visit: model files revalidated by ETag). Prints JSON with the
-medians and the ratios to the anchor. Then one more cold run of each way under Chromium's tracing (not counted in
+printed as idleWaitS): what a closed page left drawing is not billed to the next. Also the client once more in a
+warm context (second visit: model files revalidated by ETag). Prints JSON with the medians and the ratios to the
+anchor. Then one more cold run of each way under Chromium's tracing (not counted in
 the figures: the sampling profiler slows the page), written as Chrome trace JSON (open it in chrome://tracing or
 DevTools' Performance panel) into --trace-dir, `web-open-<model>-{client,bare}.json`, and summarised in the JSON
 ("trace"): per way, the main thread's long tasks up to the first frame and the functions that took its time.
