@@ -15,8 +15,8 @@ time), alternating:
 - anchor: a bare page on the same origin with only xeokit's Viewer + XKTLoaderPlugin (defaults) loading the same
   model.xkt + metadata.json: navigation start -> first frame after loading.
 
-Each opening starts once the browser is idle (its processes under 5% of a core over half a second; the wait is
-printed as idleWaitS): what a closed page left drawing is not billed to the next. Also the client once more in a
+Each opening starts once the browser is idle (its processes under 5% of a core in three half seconds in a row; the
+wait is printed as idleWaitS): what a closed page left drawing is not billed to the next. Also the client once more in a
 warm context (second visit: model files revalidated by ETag). Prints JSON with the medians and the ratios to the
 anchor. Then one more cold run of each way under Chromium's tracing (not counted in
 the figures: the sampling profiler slows the page), written as Chrome trace JSON (open it in chrome://tracing or
@@ -121,18 +121,19 @@ def chromium_cpu_s() -> dict[int, float]:
     return times
 
 
-def wait_browser_idle(window_s: float = 0.5, busy_share: float = 0.05, timeout_s: float = 60) -> float:
-    """Waits until Chromium's processes together use under `busy_share` of a core over `window_s`; the seconds waited.
-    A page closed at its first frame leaves the GPU process drawing that frame (SwiftShader: ~2 s of processor time
-    for the tower here) and the context's teardown waiting for it; without this wait that work fell into the next
-    measured opening, which then started its script up to 2.7 s late."""
+def wait_browser_idle(window_s: float = 0.5, quiet_windows: int = 3, busy_share: float = 0.05, timeout_s: float = 60) -> float:
+    """Waits until Chromium's processes together have used under `busy_share` of a core in each of `quiet_windows`
+    windows of `window_s` in a row; the seconds waited. A page closed at its first frame leaves the GPU process
+    drawing that frame (SwiftShader: ~2 s of processor time for the tower here) and the context's teardown waiting
+    for it, in stages (one quiet half second was seen followed by more of it); without this wait that work fell into
+    the next measured opening, which then started its script up to 2.7 s late."""
     started = time.monotonic()
-    before = chromium_cpu_s()
-    while time.monotonic() - started < timeout_s:
+    before, quiet = chromium_cpu_s(), 0
+    while quiet < quiet_windows and time.monotonic() - started < timeout_s:
         time.sleep(window_s)
         now = chromium_cpu_s()
-        if sum(max(0.0, cpu - before.get(pid, 0.0)) for pid, cpu in now.items()) < busy_share * window_s:
-            break
+        busy = sum(max(0.0, cpu - before.get(pid, 0.0)) for pid, cpu in now.items()) >= busy_share * window_s
+        quiet = 0 if busy else quiet + 1
         before = now
     return round(time.monotonic() - started, 2)
 
