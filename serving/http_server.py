@@ -7,7 +7,7 @@ checked against Content-Length and again while a body without a length streams i
 server itself and the application never sees the request. A WebSocket upgrade is refused with 403 (neither service
 serves one), a request head over HEAD_MAX_BYTES is refused too (httptools alone would collect any number of headers),
 and a head not complete within HEAD_TIMEOUT_SECONDS is answered 408 and its connection closed (a connection that sent
-nothing by then is closed without an answer).
+nothing of a request by then is cut without an answer). The request's body has no such deadline.
 
 A refused connection is closed the way nginx's lingering close does it: the answer is sent and the write side shut,
 then whatever the client still sends is read and dropped for a short while, so a client that is busy uploading
@@ -37,8 +37,8 @@ HEAD_MAX_BYTES = 32 * 1024
 # an idle kept-alive connection stays open this long (nginx's default): the gateway keeps its connections to the
 # edit service open between calls
 KEEP_ALIVE_SECONDS = 75
-# a client gets this long from its connection (on a kept-alive one: from its next request's first byte) to send the
-# request line and headers; uvicorn sets no such limit, so a client that connected and sent nothing, or trickled its
+# a client gets this long from its connection (on a kept-alive one: from the first byte after an answer; a pipelined
+# head is not cut while the answer before it runs) to send the request line and headers; uvicorn sets no such limit, so a client that connected and sent nothing, or trickled its
 # head a byte at a time (slowloris), held a connection for ever (nginx's client_header_timeout: 60 s; Apache's
 # mod_reqtimeout: 20-40 s)
 HEAD_TIMEOUT_SECONDS = 30.0
@@ -163,6 +163,8 @@ class CheckedHttpProtocol(HttpToolsProtocol):
             self._drop(len(data))
             return
         self._unset_keepalive_if_required()
+        if self.cycle is None or self.cycle.response_complete:  # no request in progress: these bytes start the next head
+            self._await_head()  # (before the parser: line breaks between requests begin no message)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -255,10 +257,11 @@ class CheckedHttpProtocol(HttpToolsProtocol):
         if self.cycle is not None and not self.cycle.response_complete:  # a pipelined head: the answer before it runs
             self._await_head()
             return
-        self._refused = True  # whatever still comes is not parsed
-        if self._head_begun:  # a connection that never sent a byte is closed without a word, as a kept-alive one is
-            self.transport.write(HEAD_TIMEOUT_ANSWER)
-        self.transport.close()
+        if self._head_begun:
+            self._refuse(HEAD_TIMEOUT_ANSWER)  # a lingering close: a client still sending reads the 408, not a reset
+        else:  # nothing of a request came (or only line breaks): nothing to answer, nothing to wait for
+            self._refused = True
+            self.transport.abort()
 
     def _header_dict(self) -> dict[str, str]:
         headers: dict[str, str] = {}

@@ -59,6 +59,8 @@ def _running(process: psutil.Process) -> bool:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE  # is_running: the same start time
     except psutil.NoSuchProcess:
         return False
+    except psutil.AccessDenied:  # cannot tell (hidepid): not taken for ended
+        return True
 
 
 def signal_group(pid: int, sig: int) -> None:
