@@ -5,12 +5,10 @@ gateway or the edit service for ever. Driven through uvicorn's real protocol on 
 import asyncio
 
 import pytest
-import uvicorn
-from uvicorn.server import ServerState
 
 from serving import http_server
-from serving.http_server import HEAD_TIMEOUT_ANSWER, CheckedHttpProtocol, RequestChecks
-from tests.gateway.test_http_server_writes import BODY, RecordingTransport, small_answer
+from serving.http_server import HEAD_TIMEOUT_ANSWER
+from tests.gateway.uvicorn_protocol import BODY, RecordingTransport, checked_protocol, small_answer
 
 DEADLINE = 0.2
 REQUEST = b"GET / HTTP/1.1\r\nHost: testserver\r\n\r\n"
@@ -45,11 +43,7 @@ def conversation(*steps, app=small_answer) -> ShuttingTransport:
     is that many seconds waited. Then the client goes (`ended_by_server`: whether the server had closed or cut it)."""
 
     async def run():
-        config = uvicorn.Config(app, ws="none", lifespan="off", log_config=None, access_log=False)
-        config.load()
-        checks = RequestChecks(body_limit=lambda method, path: 1024, refusal=lambda *args: b"")
-        protocol = type("Checked", (CheckedHttpProtocol,), {"checks": checks, "head_timeout": DEADLINE})(
-            config=config, server_state=ServerState(), app_state={})
+        protocol = checked_protocol(app, head_timeout=DEADLINE)
         transport = ShuttingTransport()
         protocol.connection_made(transport)
         for step in steps:

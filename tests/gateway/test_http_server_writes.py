@@ -4,18 +4,8 @@ segment more for every small answer. Driven here through uvicorn's real protocol
 
 import asyncio
 
-import uvicorn
-from uvicorn.server import ServerState
-
-from serving.http_server import COALESCED_MAX_BYTES, CheckedHttpProtocol, CoalescedWrites, RequestChecks
-
-BODY = b'{"code": 0}'
-
-
-async def small_answer(scope, receive, send):
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(BODY)).encode())]})
-    await send({"type": "http.response.body", "body": BODY})
-
+from serving.http_server import COALESCED_MAX_BYTES, CoalescedWrites
+from tests.gateway.uvicorn_protocol import BODY, RecordingTransport, checked_protocol, small_answer
 
 async def streamed_answer(scope, receive, send):
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
@@ -35,42 +25,11 @@ async def large_answer(scope, receive, send):
         await send({"type": "http.response.body", "body": LARGE_PART, "more_body": index < 3})
 
 
-class RecordingTransport(asyncio.Transport):
-    def __init__(self):
-        super().__init__()
-        self.writes: list[bytes] = []
-        self.closed = self.aborted = False
-
-    def write(self, data):
-        self.writes.append(bytes(data))
-
-    def close(self):
-        self.closed = True
-
-    def abort(self):
-        self.aborted = True
-
-    def is_closing(self):
-        return self.closed or self.aborted
-
-    def get_extra_info(self, name, default=None):
-        return {"peername": ("127.0.0.1", 50000), "sockname": ("127.0.0.1", 8000)}.get(name, default)
-
-    def pause_reading(self):
-        pass
-
-    def resume_reading(self):
-        pass
-
-
 def served(app, request: bytes) -> RecordingTransport:
     """The transport's writes after `request` was served by the server's protocol."""
 
     async def run():
-        config = uvicorn.Config(app, ws="none", lifespan="off", log_config=None, access_log=False)
-        config.load()
-        protocol_class = type("Checked", (CheckedHttpProtocol,), {"checks": RequestChecks(body_limit=lambda method, path: 1024, refusal=lambda *args: b"")})
-        protocol = protocol_class(config=config, server_state=ServerState(), app_state={})
+        protocol = checked_protocol(app)
         transport = RecordingTransport()
         protocol.connection_made(transport)
         protocol.data_received(request)
