@@ -7,7 +7,8 @@ checked against Content-Length and again while a body without a length streams i
 server itself and the application never sees the request. A WebSocket upgrade is refused with 403 (neither service
 serves one), a request head over HEAD_MAX_BYTES is refused too (httptools alone would collect any number of headers),
 and a head not complete within HEAD_TIMEOUT_SECONDS is answered 408 and its connection closed (a connection that sent
-nothing of a request by then is cut without an answer). The request's body has no such deadline.
+nothing of a request by then is cut without an answer). The request's body has no such deadline. Each request's
+task starts in a context of its own, never in a copy of the one before it on the connection.
 
 A refused connection is closed the way nginx's lingering close does it: the answer is sent and the write side shut,
 then whatever the client still sends is read and dropped for a short while, so a client that is busy uploading
@@ -326,5 +327,9 @@ def serve(app: str, *, host: str, port: int, body_limit: BodyLimit, refusal: Ref
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
         loop="asyncio",  # uvloop measured no faster here (docs/decisions/0013)
+        # each request's task in a context of its own: uvicorn resumes a connection's reading from the request's task,
+        # and asyncio's read callback then runs (and starts the next request's task) in a copy of that task's context
+        # (cpython issue 140947): a kept-alive connection's next request saw the last one's ThreadSensitiveContext
+        reset_contextvars=True,
     )
     uvicorn.Server(config).run()

@@ -1,0 +1,70 @@
+"""A request's context variables stay its own: the next request on the same kept-alive connection, or one pipelined
+behind it, starts without them (a real server process of serving/http_server.py, tests/gateway/context_leak_server.py).
+
+uvicorn resumes reading a connection from the request's task (its receive(), the end of its answer); asyncio then
+registers the connection's read callback with a copy of that task's context, in which the next request's task was
+created (cpython issue 140947). In the gateway the variable was asgiref's ThreadSensitiveContext of an ended request,
+and a chat event stream that followed other requests on its connection failed with 500 ("ThreadSensitiveContext has
+exited")."""
+
+import socket
+import sys
+import time
+
+import pytest
+
+from tests.e2e.stack import ROOT, free_port
+from tests.processes import spawn, stop
+
+LARGE_BODY = b"x" * (4 * 1024 * 1024)  # well over uvicorn's 64 KB high-water mark: reading pauses, then resumes
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = free_port()
+    process = spawn([sys.executable, "-m", "tests.gateway.context_leak_server", str(port)], cwd=ROOT)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+    yield port
+    stop(process)
+
+
+def request(method: str, path: str, body: bytes = b"") -> bytes:
+    return f"{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+
+
+def read_answers(connection: socket.socket, count: int) -> list[bytes]:
+    """The bodies of `count` answers (each with a Content-Length) read from the connection."""
+    data, bodies = b"", []
+    while len(bodies) < count:
+        head_end = data.find(b"\r\n\r\n")
+        if head_end >= 0:
+            length = next(int(line.split(b":")[1]) for line in data[:head_end].split(b"\r\n") if line.lower().startswith(b"content-length:"))
+            if len(data) >= head_end + 4 + length:
+                bodies.append(data[head_end + 4:head_end + 4 + length])
+                data = data[head_end + 4 + length:]
+                continue
+        chunk = connection.recv(65536)
+        assert chunk, f"the connection closed after {len(bodies)} answers"
+        data += chunk
+    return bodies
+
+
+def test_the_next_request_on_a_kept_alive_connection_starts_without_the_last_ones_variables(server):
+    with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
+        connection.sendall(request("POST", "/set", LARGE_BODY))
+        assert read_answers(connection, 1) == [b"set by an earlier request"]
+        connection.sendall(request("GET", "/get"))
+        assert read_answers(connection, 1) == [b"unset"]
+
+
+def test_a_pipelined_request_starts_without_the_variables_of_the_one_before(server):
+    with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
+        connection.sendall(request("POST", "/set", LARGE_BODY) + request("GET", "/get"))
+        assert read_answers(connection, 2) == [b"set by an earlier request", b"unset"]
