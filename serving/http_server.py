@@ -21,6 +21,7 @@ reads the refusal instead of a connection reset (a browser shows "connection res
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import unquote
@@ -74,8 +75,12 @@ def _no_header_check(head: RequestHead) -> None:
     return None
 
 
-HEAD_TIMEOUT_ANSWER = raw_response("408 Request Timeout", {"Content-Type": "text/plain"},
-                                   f"the request line and headers did not arrive within {HEAD_TIMEOUT_SECONDS:g} s".encode())
+@functools.cache
+def head_timeout_answer(seconds: float) -> bytes:
+    return raw_response("408 Request Timeout", {"Content-Type": "text/plain"},
+                        f"the request line and headers did not arrive within {seconds:g} s".encode())
+
+
 WEBSOCKET_REFUSAL = raw_response("403 Forbidden", {"Content-Type": "text/plain"}, b"WebSocket connections are not served here")
 
 
@@ -259,7 +264,7 @@ class CheckedHttpProtocol(HttpToolsProtocol):
             self._await_head()
             return
         if self._head_begun:
-            self._refuse(HEAD_TIMEOUT_ANSWER)  # a lingering close: a client still sending reads the 408, not a reset
+            self._refuse(head_timeout_answer(self.head_timeout))  # a lingering close: a client still sending reads the 408, not a reset
         else:  # nothing of a request came (or only line breaks): nothing to answer, nothing to wait for
             self._refused = True
             self.transport.abort()

@@ -7,10 +7,11 @@ import asyncio
 import pytest
 
 from serving import http_server
-from serving.http_server import HEAD_TIMEOUT_ANSWER
+from serving.http_server import head_timeout_answer
 from tests.gateway.uvicorn_protocol import BODY, RecordingTransport, checked_protocol, small_answer
 
 DEADLINE = 0.2
+HEAD_TIMEOUT_ANSWER = head_timeout_answer(DEADLINE)  # names the deadline the protocol was given
 REQUEST = b"GET / HTTP/1.1\r\nHost: testserver\r\n\r\n"
 
 
