@@ -13,13 +13,14 @@ import re
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 from django.db.models import F
 
 from chat_app import frames
 from chat_app.models import ChatSession, Message, PendingQuestion, SessionEvent
+from chat_app.threads import in_thread
 from api.host_paths import neutral_paths
 
 logger = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def record(session_id: str, event: str, data: dict) -> Frame:
 
 
 async def apublish(session_id: str, event: str, data: dict) -> Frame:
-    frame = await sync_to_async(record, thread_sensitive=False)(session_id, event, data)
+    frame = await in_thread(record)(session_id, event, data)
     await get_channel_layer().group_send(group_name(session_id), frame.as_message())
     return frame
 

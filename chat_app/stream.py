@@ -16,7 +16,6 @@ import time
 from collections import Counter
 from functools import partial
 
-from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.http import StreamingHttpResponse
@@ -26,6 +25,7 @@ from chat_app import events
 from chat_app.access import stream_still_allowed
 from chat_app.models import SESSION_ID_PATTERN
 from chat_app.selectors import visible_sessions
+from chat_app.threads import in_thread
 from core.errors import NOT_FOUND, TOO_MANY_REQUESTS
 from api.envelope import error_response
 
@@ -46,7 +46,7 @@ async def _frames(session_id: str, last_event_id: str | None, heartbeat_seconds:
     await layer.group_add(group, channel)
     try:
         yield f"retry: {RETRY_MILLISECONDS}\n\n"
-        opening, delivered = await sync_to_async(events.opening_frames, thread_sensitive=False)(session_id, last_event_id)
+        opening, delivered = await in_thread(events.opening_frames)(session_id, last_event_id)
         for frame in opening:
             yield frame.as_sse()
         checked_at = time.monotonic()
@@ -64,7 +64,7 @@ async def _frames(session_id: str, last_event_id: str | None, heartbeat_seconds:
             if seq <= delivered:
                 continue
             if seq > delivered + 1:  # frames from another process overtook this one, or the layer dropped some
-                missed = await sync_to_async(events.frames_after, thread_sensitive=False)(session_id, delivered, seq - 1)
+                missed = await in_thread(events.frames_after)(session_id, delivered, seq - 1)
                 for frame in missed:
                     yield frame.as_sse()
             yield events.Frame(seq, message["event"], message["data"]).as_sse()
@@ -118,7 +118,7 @@ class CountedStream:
 async def session_events(request, cid: str):
     if request.method != "GET":
         return error_response(40001, f"method {request.method} not allowed; use GET")
-    if not await sync_to_async(_session_exists, thread_sensitive=False)(cid):
+    if not await in_thread(_session_exists)(cid):
         return error_response(NOT_FOUND, f"chat session {cid} not found")
     client = request.META.get("REMOTE_ADDR", "")
     cap = settings.VIEWER.maxStreamsPerClient
@@ -127,7 +127,7 @@ async def session_events(request, cid: str):
             TOO_MANY_REQUESTS, f"this address already holds {cap} event streams open (maxStreamsPerClient); close one first"
         )
     principal, session_key = Principal.of(request), request.session.session_key
-    still_allowed = sync_to_async(partial(stream_still_allowed, principal, session_key, cid), thread_sensitive=False)
+    still_allowed = in_thread(partial(stream_still_allowed, principal, session_key, cid))
     frames = _frames(cid, request.headers.get("Last-Event-ID"), settings.CHAT_HEARTBEAT_SECONDS, still_allowed)
     response = StreamingHttpResponse(CountedStream(frames, client), content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache, no-transform"

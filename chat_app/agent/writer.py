@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import time
 
-from asgiref.sync import sync_to_async
-
 from chat_app import events, frames
 from chat_app.models import Message, Part, sortable_id
 from chat_app.parts import new_part
+from chat_app.threads import in_thread
 
 DELTA_INTERVAL = 0.05
 
@@ -27,8 +26,8 @@ def _save_part(part: dict) -> None:
     Part.objects.update_or_create(id=part["id"], defaults={"message_id": part["messageID"], "type": part["type"], "data": part})
 
 
-save_message = sync_to_async(_save_message, thread_sensitive=False)
-save_part = sync_to_async(_save_part, thread_sensitive=False)
+save_message = in_thread(_save_message)
+save_part = in_thread(_save_part)
 
 
 class MessageWriter:
