@@ -15,8 +15,8 @@ time), alternating:
 - anchor: a bare page on the same origin with only xeokit's Viewer + XKTLoaderPlugin (defaults) loading the same
   model.xkt + metadata.json: navigation start -> first frame after loading.
 
-Each opening starts once the browser is idle (its processes under 5% of a core in three half seconds in a row; the
-wait is printed as idleWaitS): what a closed page left drawing is not billed to the next. Also the client once more in a
+Each opening starts once the browser is idle (its processes under 5% of a core in three half seconds in a row, one
+in a smoke run; the wait is printed as idleWaitS): what a closed page left drawing is not billed to the next. Also the client once more in a
 warm context (second visit: model files revalidated by ETag). Prints JSON with the medians and the ratios to the
 anchor. Then one more cold run of each way under Chromium's tracing (not counted in
 the figures: the sampling profiler slows the page), written as Chrome trace JSON (open it in chrome://tracing or
@@ -49,8 +49,9 @@ from tests.e2e.stack import Stack  # noqa: E402
 from tests.helpers import SAMPLES_DIR  # noqa: E402
 
 TRACE_DIR = ROOT / "bench" / "results" / "web-open"  # git-ignored
+# "v8": the scripts' parsing and compiling, also on background threads (streamed scripts)
 TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "blink.user_timing", "toplevel",
-                    "v8.execute", "disabled-by-default-v8.cpu_profiler"]
+                    "v8", "v8.execute", "disabled-by-default-v8.cpu_profiler"]
 
 BARE_JS = """
 import { Viewer, XKTLoaderPlugin } from "@xeokit/xeokit-sdk";
@@ -138,8 +139,8 @@ def wait_browser_idle(window_s: float = 0.5, quiet_windows: int = 3, busy_share:
     return round(time.monotonic() - started, 2)
 
 
-def open_client(browser, url: str, model_id: str, context=None, trace: Path | None = None) -> tuple[dict, object]:
-    idle_s = wait_browser_idle()
+def open_client(browser, url: str, model_id: str, context=None, trace: Path | None = None, idle_windows: int = 3) -> tuple[dict, object]:
+    idle_s = wait_browser_idle(quiet_windows=idle_windows)
     context = context or browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     if trace:
@@ -155,8 +156,8 @@ def open_client(browser, url: str, model_id: str, context=None, trace: Path | No
     return {"firstFrameMs": round(first), "treeMs": round(tree), **phases, "idleWaitS": idle_s}, context
 
 
-def open_bare(browser, url: str, model_id: str, bare_js: bytes, trace: Path | None = None) -> dict:
-    idle_s = wait_browser_idle()
+def open_bare(browser, url: str, model_id: str, bare_js: bytes, trace: Path | None = None, idle_windows: int = 3) -> dict:
+    idle_s = wait_browser_idle(quiet_windows=idle_windows)
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.route(f"{url}/__bench/bare.html*", lambda route: route.fulfill(body=BARE_HTML, content_type="text/html"))
@@ -318,16 +319,17 @@ def main() -> None:
             traces = {way: trace_dir / f"web-open-{name}-{way}.json" for way in ("client", "bare")}
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, args=USER_CHROMIUM_ARGS)  # composited on the GPU process, as a user's browser; not the tests' software compositing
-                open_bare(browser, stack.url, model_id, bare_js)  # warm-up: the browser, the OS page cache
+                idle = {"idle_windows": 1 if args.smoke else 3}  # a smoke run's figures are not read: one quiet window
+                open_bare(browser, stack.url, model_id, bare_js, **idle)  # warm-up: the browser, the OS page cache
                 for _ in range(args.repeat):
-                    anchors.append(open_bare(browser, stack.url, model_id, bare_js))
-                    result, context = open_client(browser, stack.url, model_id)
+                    anchors.append(open_bare(browser, stack.url, model_id, bare_js, **idle))
+                    result, context = open_client(browser, stack.url, model_id, **idle)
                     clients.append(result)
-                    again, _ = open_client(browser, stack.url, model_id, context)
+                    again, _ = open_client(browser, stack.url, model_id, context, **idle)
                     warm.append(again)
                     context.close()
-                open_bare(browser, stack.url, model_id, bare_js, trace=traces["bare"])
-                open_client(browser, stack.url, model_id, trace=traces["client"])[1].close()
+                open_bare(browser, stack.url, model_id, bare_js, trace=traces["bare"], **idle)
+                open_client(browser, stack.url, model_id, trace=traces["client"], **idle)[1].close()
                 browser.close()
             trace_summaries = {way: {"file": str(path), **summarise_trace(path)} for way, path in traces.items()}
         finally:
