@@ -526,6 +526,41 @@ def check_specification(ifc: ifcopenshell.file, ids_name: str, specification, fa
 
 
 @contextlib.contextmanager
+def project_units_looked_up_once(ifc: ifcopenshell.file):
+    """While a check runs, the project's default unit of each type is looked up once for the model checked.
+    ifctester's property facet asks for it for every property value it compares (get_property_unit ->
+    ifcopenshell.util.unit.get_project_unit, which walks the unit assignment and the dimensions of its derived units
+    each time: ~18 % of a check of example.ifc), and the cache ifcopenshell offers (`file.units`) is not seen
+    there: ifctester passes `inst.file`, a new wrapper of the same model. Same answers (get_project_unit's own,
+    kept per type), other models untouched; ifcopenshell's function is back afterwards, and nested uses leave it
+    to the outer.
+
+        with project_units_looked_up_once(ifc):
+            ifcopenshell.util.unit.get_project_unit(ifc, "LENGTHUNIT")  # looked up, then kept
+    """
+    module = ifcopenshell.util.unit
+    original = module.get_project_unit
+    if getattr(original, "looked_up_once", False):
+        yield
+        return
+    found: dict[str, ifcopenshell.entity_instance | None] = {}
+
+    def get_project_unit(ifc_file, unit_type, use_cache=False):
+        if ifc_file != ifc:  # wrappers of one model compare equal
+            return original(ifc_file, unit_type, use_cache)
+        if unit_type not in found:
+            found[unit_type] = original(ifc_file, unit_type, use_cache)
+        return found[unit_type]
+
+    get_project_unit.looked_up_once = True
+    module.get_project_unit = get_project_unit
+    try:
+        yield
+    finally:
+        module.get_project_unit = original
+
+
+@contextlib.contextmanager
 def _no_cycle_collection():
     """Python's cycle collector paused while specifications are evaluated: the evaluation allocates many small
     objects (keys, outcomes, wrappers) and makes no cycles worth collecting, and each full collection walks the
@@ -571,9 +606,13 @@ def check_loaded(
     ifctester_facet.get_psets.cache_clear()
     index = ModelIndex(ifc) if indexed else None
     specifications, fields, locations = [], {}, {}
-    # nothing in a check sets an attribute of an element: every wrapper read over the index is made in bulk (without
-    # the index, ifctester's own validate stays as it is, the reference the index is compared with)
-    with _no_cycle_collection(), wrappers_in_bulk() if indexed else contextlib.nullcontext():
+    # nothing in a check sets an attribute of an element nor a unit of the project: every wrapper read over the index
+    # is made in bulk, each unit looked up once (without the index, ifctester's own validate stays as it is, the
+    # reference the index is compared with)
+    indexed_only = (wrappers_in_bulk(), project_units_looked_up_once(ifc)) if indexed else ()
+    with _no_cycle_collection(), contextlib.ExitStack() as stack:
+        for context in indexed_only:
+            stack.enter_context(context)
         for source, document in documents:
             for specification in document.specifications:
                 specifications.append(check_specification(ifc, source.name, specification, failure_limit, index, fields))

@@ -452,3 +452,24 @@ def test_wrappers_made_in_bulk_are_ifcopenshells_and_its_setattr_is_back_afterwa
     assert ifc.by_type("IfcWall")[0].Name == "Renamed"
     with pytest.raises(RuntimeError):  # ifcopenshell's own answer (a plain setattr would keep it on the wrapper)
         walls[0].NoSuchAttribute = 1
+
+
+def test_a_check_looks_each_project_unit_up_once_for_its_model(monkeypatch):
+    import ifcopenshell.util.unit as unit
+
+    model, other = ifcopenshell.open(str(sample("example.ifc"))), ifcopenshell.open(str(sample("duplex.ifc")))
+    walks = []
+    walk = unit.get_unit_assignment
+    monkeypatch.setattr(unit, "get_unit_assignment", lambda ifc_file: walks.append(ifc_file) or walk(ifc_file))
+    expected = unit.get_project_unit(model, "LENGTHUNIT")
+    original = unit.get_project_unit
+    walks.clear()
+    with ids_engine.project_units_looked_up_once(model):
+        wall = model.by_type("IfcWall")[0]
+        assert unit.get_project_unit(wall.file, "LENGTHUNIT") == expected  # the wrapper ifctester passes
+        assert unit.get_project_unit(model, "LENGTHUNIT") == expected
+        assert len(walks) == 1
+        unit.get_project_unit(other, "LENGTHUNIT")
+        unit.get_project_unit(other, "LENGTHUNIT")
+        assert len(walks) == 3  # another model is looked up as before
+    assert unit.get_project_unit is original
