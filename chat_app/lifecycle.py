@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import logging
 from dataclasses import dataclass
 from typing import Awaitable, Callable
@@ -226,7 +227,9 @@ async def _start_drain(session_id: str) -> None:
     if running is not None and not running.done():
         _wakeups.add(session_id)  # it may be about to stop: it looks for work once more instead
         return
-    _drains[session_id] = asyncio.get_running_loop().create_task(drain(session_id))
+    # in a context of its own: wake() is called from a request's thread, whose context (its ThreadSensitiveContext,
+    # ended with the request) the scheduled call would hand on to the session's whole drain
+    _drains[session_id] = asyncio.get_running_loop().create_task(drain(session_id), context=contextvars.Context())
 
 
 async def drain(session_id: str) -> None:

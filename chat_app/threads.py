@@ -5,24 +5,33 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from functools import wraps
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
+# how often a pool thread's database connection is looked at (Django does it per request; with CONN_HEALTH_CHECKS
+# each look costs the connection's next use a round trip, and a running turn polls its abort flag ten times a second)
+CONNECTION_CARE_SECONDS = 5.0
+
+_cared = threading.local()
+
 
 def in_thread(function):
     """A blocking call run off the event loop, on a thread of the loop's pool. Those threads outlive every request, so
-    each call gets the care Django gives a request's database connection: the thread's connection is dropped before and
-    after the call when it is past CONN_MAX_AGE or broken (a database restart), and CONN_HEALTH_CHECKS checks it again
-    before its next reuse. Without it a pool thread kept its first connection for ever, a dead one included."""
+    the calls get the care Django gives a request's database connection, at most every CONNECTION_CARE_SECONDS per
+    thread: the thread's connection is dropped before a call when it is past CONN_MAX_AGE or broken (a database
+    restart: a failed query marks it), and CONN_HEALTH_CHECKS checks it before its next reuse. Without it a pool
+    thread kept its first connection for ever, a dead one included."""
 
     @wraps(function)
     def with_connection_care(*args, **kwargs):
-        close_old_connections()
-        try:
-            return function(*args, **kwargs)
-        finally:
+        now = time.monotonic()
+        if now - getattr(_cared, "at", -CONNECTION_CARE_SECONDS) >= CONNECTION_CARE_SECONDS:
             close_old_connections()
+            _cared.at = now
+        return function(*args, **kwargs)
 
     return sync_to_async(with_connection_care, thread_sensitive=False)

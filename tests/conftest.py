@@ -64,12 +64,14 @@ def django_db_setup(django_db_setup, django_db_blocker):
     rows = PostMigrateRows()
     with django_db_blocker.unblock():
         rows.install([DEFAULT_DB_ALIAS])  # the one database of the settings (another would keep Django's signal)
-    yield
-    rows.uninstall()
-    # A thread's connection closes when the garbage collector frees it (Django's DatabaseWrapper sits in reference
-    # cycles), not when the thread ends: the pool threads of the event loops async_to_sync makes for the chat turns run
-    # here left ~10 open, and PostgreSQL refused to drop the test database ("being accessed by other users").
-    gc.collect()
+    try:
+        yield
+        rows.uninstall()
+    finally:
+        # A thread's connection closes when the garbage collector frees it (Django's DatabaseWrapper sits in reference
+        # cycles), not when the thread ends: the pool threads of the event loops async_to_sync makes for the chat turns
+        # run here left ~10 open, and PostgreSQL refused to drop the test database ("being accessed by other users").
+        gc.collect()
 
 
 def pytest_configure(config):
