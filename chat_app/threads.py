@@ -29,7 +29,7 @@ def in_thread(function):
     @wraps(function)
     def with_connection_care(*args, **kwargs):
         now = time.monotonic()
-        if now - getattr(_cared, "at", -CONNECTION_CARE_SECONDS) >= CONNECTION_CARE_SECONDS:
+        if now - getattr(_cared, "at", float("-inf")) >= CONNECTION_CARE_SECONDS:
             close_old_connections()
             _cared.at = now
         return function(*args, **kwargs)

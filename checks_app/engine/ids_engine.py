@@ -532,17 +532,13 @@ def project_units_looked_up_once(ifc: ifcopenshell.file):
     ifcopenshell.util.unit.get_project_unit, which walks the unit assignment and the dimensions of its derived units
     each time: ~18 % of a check of example.ifc), and the cache ifcopenshell offers (`file.units`) is not seen
     there: ifctester passes `inst.file`, a new wrapper of the same model. Same answers (get_project_unit's own,
-    kept per type), other models untouched; ifcopenshell's function is back afterwards, and nested uses leave it
-    to the outer.
+    kept per type), other models untouched; ifcopenshell's function is back afterwards.
 
         with project_units_looked_up_once(ifc):
             ifcopenshell.util.unit.get_project_unit(ifc, "LENGTHUNIT")  # looked up, then kept
     """
     module = ifcopenshell.util.unit
     original = module.get_project_unit
-    if getattr(original, "looked_up_once", False):
-        yield
-        return
     found: dict[str, ifcopenshell.entity_instance | None] = {}
 
     def get_project_unit(ifc_file, unit_type, use_cache=False):
@@ -552,7 +548,6 @@ def project_units_looked_up_once(ifc: ifcopenshell.file):
             found[unit_type] = original(ifc_file, unit_type, use_cache)
         return found[unit_type]
 
-    get_project_unit.looked_up_once = True
     module.get_project_unit = get_project_unit
     try:
         yield
@@ -609,10 +604,10 @@ def check_loaded(
     # nothing in a check sets an attribute of an element nor a unit of the project: every wrapper read over the index
     # is made in bulk, each unit looked up once (without the index, ifctester's own validate stays as it is, the
     # reference the index is compared with)
-    indexed_only = (wrappers_in_bulk(), project_units_looked_up_once(ifc)) if indexed else ()
-    with _no_cycle_collection(), contextlib.ExitStack() as stack:
-        for context in indexed_only:
-            stack.enter_context(context)
+    with _no_cycle_collection(), contextlib.ExitStack() as indexed_only:
+        if indexed:
+            indexed_only.enter_context(wrappers_in_bulk())
+            indexed_only.enter_context(project_units_looked_up_once(ifc))
         for source, document in documents:
             for specification in document.specifications:
                 specifications.append(check_specification(ifc, source.name, specification, failure_limit, index, fields))

@@ -1,11 +1,16 @@
 """The chat's blocking calls run on the event loop's pool threads (chat_app/threads.py), which outlive every request:
 a call drops the thread's database connection first when it is past CONN_MAX_AGE or broken, as Django does at a
-request's start, keeps a sound one, and looks at it at most every CONNECTION_CARE_SECONDS."""
+request's start, keeps a sound one, and looks at it at most every CONNECTION_CARE_SECONDS. A session's drain, woken
+from a request's thread, starts in a context of its own."""
+
+import asyncio
+import contextvars
+import threading
 
 import pytest
 from django.db import connection
 
-from chat_app import threads
+from chat_app import lifecycle, threads
 from chat_app.threads import in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -54,3 +59,29 @@ def test_the_connection_is_looked_at_once_in_the_interval(monkeypatch):
     before = current_connection()
     connection.close_at = 0
     assert call_on_this_thread(current_connection) is before  # not again within the hour
+
+
+def test_a_drain_woken_from_a_request_thread_starts_in_a_context_of_its_own(monkeypatch):
+    request_mark = contextvars.ContextVar("request_mark")
+    seen = threading.Event()
+    marks = []
+
+    async def drain(session_id):
+        marks.append(request_mark.get("none"))
+        seen.set()
+
+    loop = asyncio.new_event_loop()
+    serving = threading.Thread(target=loop.run_forever)
+    serving.start()
+    try:
+        monkeypatch.setattr(lifecycle, "drain", drain)
+        monkeypatch.setattr(lifecycle, "_server_loop", loop)
+        monkeypatch.setattr(lifecycle, "_drains", {})
+        request_mark.set("the request's")  # as asgiref's ThreadSensitiveContext on a request's thread
+        lifecycle.wake("c_0000000000000001")
+        assert seen.wait(10)
+        assert marks == ["none"]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        serving.join()
+        loop.close()

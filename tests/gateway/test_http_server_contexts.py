@@ -9,30 +9,34 @@ exited")."""
 
 import socket
 import sys
-import time
 
 import pytest
 
 from tests.e2e.stack import ROOT, free_port
+from tests.helpers import poll
 from tests.processes import spawn, stop
 
 LARGE_BODY = b"x" * (4 * 1024 * 1024)  # well over uvicorn's 64 KB high-water mark: reading pauses, then resumes
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 @pytest.fixture(scope="module")
 def server():
     port = free_port()
     process = spawn([sys.executable, "-m", "tests.gateway.context_leak_server", str(port)], cwd=ROOT)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.05)
-    yield port
-    stop(process)
+    try:
+        poll(lambda: listening(port) or process.poll() is not None, bool, timeout=30)
+        assert process.poll() is None, "the server did not start"
+        yield port
+    finally:
+        stop(process)
 
 
 def request(method: str, path: str, body: bytes = b"") -> bytes:
@@ -40,7 +44,8 @@ def request(method: str, path: str, body: bytes = b"") -> bytes:
 
 
 def read_answers(connection: socket.socket, count: int) -> list[bytes]:
-    """The bodies of `count` answers (each with a Content-Length) read from the connection."""
+    """The bodies of the next `count` answers (each with a Content-Length) on the connection. (http.client's reader
+    closes its file after each answer's body: no second answer from the same connection.)"""
     data, bodies = b"", []
     while len(bodies) < count:
         head_end = data.find(b"\r\n\r\n")
