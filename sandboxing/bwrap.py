@@ -8,6 +8,12 @@ size-capped tmpfs (or read-only); `--die-with-parent` and a new session; the sec
 bubblewrap installs just before it executes the program. Limits: rlimits set by prlimit in the exec chain (no
 preexec_fn: the callers have threads) and, where a run cgroup exists, a shell that joins it before anything of the
 run exists.
+
+The chain's first step binds it to its parent's life: bubblewrap sets its parent-death signal only after it has
+cloned the sandbox, so a parent killed while its child was still on its way into bwrap (a copy of the parent before
+exec, or bwrap setting up) left a whole sandbox running with no one to stop it. setpriv sets the signal first thing,
+and the shell then checks that the parent is still the one that started the chain (a parent dead before the signal
+was set is not signalled at all).
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ from sandboxing.cgroups import RunCgroup
 SANDBOX_UID = 65534
 MEGABYTE = 1024 * 1024
 CGROUP_JOIN_FAILED = 97  # exit code of the exec chain when the run could not join its cgroup
-_JOIN_CGROUP = f'for f in $SANDBOX_CGROUP_PROCS; do echo $$ > "$f" || exit {CGROUP_JOIN_FAILED}; done; exec "$@"'
+PARENT_GONE = 98  # exit code of the exec chain when the process that started it died before the chain was bound to it
+_GUARD = (f'[ "$PPID" = "$SANDBOX_PARENT" ] || exit {PARENT_GONE}; '
+          f'for f in $SANDBOX_CGROUP_PROCS; do echo $$ > "$f" || exit {CGROUP_JOIN_FAILED}; done; exec "$@"')
 
 
 def isolation() -> list[str]:
@@ -93,11 +101,14 @@ def command(bwrap: str, *, program: list[str], mounts: list[str], workdir: str, 
 
 def limited(bwrap_command: list[str], *, rlimits: dict[str, int], cgroup: RunCgroup | None,
             seccomp_fd: int) -> tuple[list[str], dict[str, str]]:
-    """(argv, extra environment) that set the rlimits (prlimit option name -> value) and, with a cgroup, first move
-    the chain into it (exit code CGROUP_JOIN_FAILED when that fails), then exec bwrap, which installs the seccomp
-    filter read from `seccomp_fd` (seccomp.program_fd(); the caller passes it to the child and closes it)."""
+    """(argv, extra environment) for the calling process to start: the chain is killed when its starter dies (exit
+    code PARENT_GONE when that happened before it was bound), with a cgroup first moves into it (exit code
+    CGROUP_JOIN_FAILED when that fails), sets the rlimits (prlimit option name -> value), then execs bwrap, which
+    installs the seccomp filter read from `seccomp_fd` (seccomp.program_fd(); the caller passes it to the child and
+    closes it)."""
     bwrap, *arguments = bwrap_command
     chain = ["prlimit", *(f"--{name}={value}" for name, value in rlimits.items()), "--", bwrap, "--seccomp", str(seccomp_fd), *arguments]
-    if cgroup is None:
-        return chain, {}
-    return ["/bin/sh", "-c", _JOIN_CGROUP, "sandbox", *chain], {"SANDBOX_CGROUP_PROCS": " ".join(cgroup.procs_files)}
+    environment = {"SANDBOX_PARENT": str(os.getpid())}
+    if cgroup is not None:
+        environment["SANDBOX_CGROUP_PROCS"] = " ".join(cgroup.procs_files)
+    return ["setpriv", "--pdeathsig", "KILL", "--", "/bin/sh", "-c", _GUARD, "sandbox", *chain], environment

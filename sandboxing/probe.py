@@ -35,7 +35,7 @@ class IsolationUnavailable(Exception):
 
 
 def missing_tool(bwrap: str) -> str | None:
-    for binary, package in ((bwrap, "bubblewrap"), ("prlimit", "util-linux")):
+    for binary, package in ((bwrap, "bubblewrap"), ("prlimit", "util-linux"), ("setpriv", "util-linux")):
         if shutil.which(binary) is None:
             return f"{binary!r} not found; install the {package} package"
     return None

@@ -9,6 +9,7 @@ python3 -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/de
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 18 ]; then need_apt+=(nodejs npm); fi
 command -v bwrap >/dev/null || need_apt+=(bubblewrap)
+{ command -v prlimit && command -v setpriv; } >/dev/null || need_apt+=(util-linux)  # the sandboxes' exec chain
 /sbin/ldconfig -p 2>/dev/null | grep 'libseccomp\.so\.2 ' >/dev/null || need_apt+=(libseccomp2)  # seccomp filter (grep reads all: pipefail)
 if [ "${1:-}" = "--browser" ]; then
   need_apt=()

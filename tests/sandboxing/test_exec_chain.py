@@ -1,0 +1,89 @@
+"""A sandbox's exec chain ends with the process that started it, even when that process dies before bubblewrap has
+bound the sandbox to it (bubblewrap sets its parent-death signal only after cloning the sandbox)."""
+
+import os
+import signal
+import subprocess
+import sys
+
+import psutil
+import pytest
+
+from sandboxing import bwrap, seccomp
+from tests.helpers import poll
+from tests.processes import MARKER, MARKER_NAME, spawn, still_running, stop
+
+pytestmark = pytest.mark.heavy
+
+# stands for a bubblewrap that has not yet set its parent-death signal: it never sets one
+SLOW_BWRAP = '#!/bin/sh\ntouch "{started}"\nexec sleep 600\n'
+
+STARTER = """
+import os, shutil, subprocess, sys, time
+from sandboxing import bwrap, seccomp
+seccomp_fd = seccomp.program_fd()
+argv, chain_env = bwrap.limited([sys.argv[1], "program"], rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
+chain = subprocess.Popen(argv, env={"PATH": os.environ["PATH"], **chain_env, **{sys.argv[2]: sys.argv[3]}}, pass_fds=(seccomp_fd,))
+sleep = os.path.realpath(shutil.which("sleep"))
+while os.readlink(f"/proc/{chain.pid}/exe") != sleep:
+    time.sleep(0.01)
+print(chain.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _slow_bwrap(tmp_path):
+    fake = tmp_path / "bwrap"
+    fake.write_text(SLOW_BWRAP.format(started=tmp_path / "started"))
+    fake.chmod(0o755)
+    return fake
+
+
+def _end(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_a_sandbox_whose_starter_dies_before_bubblewrap_is_bound_to_it_is_killed(tmp_path):
+    starter = spawn([sys.executable, "-c", STARTER, str(_slow_bwrap(tmp_path)), MARKER_NAME, MARKER],
+                    stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    chain_pid = None
+    try:
+        chain_pid = int(starter.stdout.readline())
+        chain = psutil.Process(chain_pid)
+        assert chain.name() == "sleep"
+        os.kill(starter.pid, signal.SIGKILL)
+        starter.wait(timeout=10)
+        assert still_running([chain], timeout=10) == []
+    finally:
+        stop(starter)
+        if chain_pid is not None:
+            _end(chain_pid)
+
+
+def test_a_chain_started_by_another_process_than_its_maker_stops_before_bubblewrap(tmp_path):
+    """What the chain sees when its starter died before setpriv bound it: a parent that is not the maker."""
+    seccomp_fd = seccomp.program_fd()
+    try:
+        argv, chain_env = bwrap.limited([str(_slow_bwrap(tmp_path)), "program"], rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
+        through_a_shell = ["/bin/sh", "-c", '"$@"; exit $?', "shell", *argv]  # the shell, not this process, is the parent
+        finished = subprocess.run(through_a_shell, env={"PATH": os.environ["PATH"], **chain_env}, pass_fds=(seccomp_fd,), timeout=30)
+    finally:
+        os.close(seccomp_fd)
+    assert finished.returncode == bwrap.PARENT_GONE
+    assert not (tmp_path / "started").exists()
+
+
+def test_a_chain_started_by_its_maker_runs_bubblewrap(tmp_path):
+    seccomp_fd = seccomp.program_fd()
+    try:
+        argv, chain_env = bwrap.limited([str(_slow_bwrap(tmp_path)), "program"], rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
+        chain = spawn(argv, env={"PATH": os.environ["PATH"], **chain_env}, pass_fds=(seccomp_fd,))
+    finally:
+        os.close(seccomp_fd)
+    try:
+        poll(lambda: (tmp_path / "started").exists(), bool, timeout=30)
+    finally:
+        stop(chain, signal.SIGKILL)
