@@ -9,11 +9,15 @@ bubblewrap installs just before it executes the program. Limits: rlimits set by 
 preexec_fn: the callers have threads) and, where a run cgroup exists, a shell that joins it before anything of the
 run exists.
 
-The chain's first step binds it to its parent's life: bubblewrap sets its parent-death signal only after it has
-cloned the sandbox, so a parent killed while its child was still on its way into bwrap (a copy of the parent before
-exec, or bwrap setting up) left a whole sandbox running with no one to stop it. setpriv sets the signal first thing,
-and the shell then checks that the parent is still the one that started the chain (a parent dead before the signal
-was set is not signalled at all).
+The chain's first step binds it to its parent's life: bubblewrap sets the outer process's parent-death signal only
+after it has cloned the sandbox, so a parent killed while its child was still on its way into bwrap (a copy of the
+parent before exec, or bwrap before its clone) left a whole sandbox running with no one to stop it. setpriv sets the
+signal first thing, and the shell then checks that the parent is still the one that started the chain (a parent dead
+before the signal was set is not signalled at all). A window is left inside bubblewrap: the sandbox's pid 1 sets its
+own signal (against the outer bwrap) only after its mounts, so a parent killed during them still leaves the sandbox
+running (containers/bubblewrap#633); a run cgroup's sweep (cgroups.remove_stale, at the next start of a worker or
+the edit service) is the backstop there. The shell also drops its own variables, which bwrap's pid 1 would keep in
+its environment (readable by the program as /proc/1/environ).
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ MEGABYTE = 1024 * 1024
 CGROUP_JOIN_FAILED = 97  # exit code of the exec chain when the run could not join its cgroup
 PARENT_GONE = 98  # exit code of the exec chain when the process that started it died before the chain was bound to it
 _GUARD = (f'[ "$PPID" = "$SANDBOX_PARENT" ] || exit {PARENT_GONE}; '
-          f'for f in $SANDBOX_CGROUP_PROCS; do echo $$ > "$f" || exit {CGROUP_JOIN_FAILED}; done; exec "$@"')
+          f'for f in $SANDBOX_CGROUP_PROCS; do echo $$ > "$f" || exit {CGROUP_JOIN_FAILED}; done; '
+          'unset SANDBOX_PARENT SANDBOX_CGROUP_PROCS PWD OLDPWD; exec "$@"')
 
 
 def isolation() -> list[str]:
@@ -102,10 +107,10 @@ def command(bwrap: str, *, program: list[str], mounts: list[str], workdir: str, 
 def limited(bwrap_command: list[str], *, rlimits: dict[str, int], cgroup: RunCgroup | None,
             seccomp_fd: int) -> tuple[list[str], dict[str, str]]:
     """(argv, extra environment) for the calling process to start: the chain is killed when its starter dies (exit
-    code PARENT_GONE when that happened before it was bound), with a cgroup first moves into it (exit code
-    CGROUP_JOIN_FAILED when that fails), sets the rlimits (prlimit option name -> value), then execs bwrap, which
-    installs the seccomp filter read from `seccomp_fd` (seccomp.program_fd(); the caller passes it to the child and
-    closes it)."""
+    code PARENT_GONE when that happened before it was bound; see the module's text for the window left inside
+    bubblewrap), with a cgroup first moves into it (exit code CGROUP_JOIN_FAILED when that fails), sets the rlimits
+    (prlimit option name -> value), then execs bwrap, which installs the seccomp filter read from `seccomp_fd`
+    (seccomp.program_fd(); the caller passes it to the child and closes it)."""
     bwrap, *arguments = bwrap_command
     chain = ["prlimit", *(f"--{name}={value}" for name, value in rlimits.items()), "--", bwrap, "--seccomp", str(seccomp_fd), *arguments]
     environment = {"SANDBOX_PARENT": str(os.getpid())}

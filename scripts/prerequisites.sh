@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks the system prerequisites (python >= 3.11, node >= 18, bubblewrap, libseccomp; with --browser also Chromium and its
+# Checks the system prerequisites (python >= 3.11, node >= 18, bubblewrap, libseccomp, util-linux's prlimit and setpriv; with --browser also Chromium and its
 # driver for the browser tests); installs missing ones with apt-get when running as root on Debian, otherwise says
 # in one line what to install.
 set -euo pipefail
@@ -23,6 +23,6 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   apt-get update -qq >/dev/null
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 else
-  echo "missing system prerequisites: please install ${need_apt[*]} (python >= 3.11, node >= 18, bubblewrap, libseccomp2; chromium for the browser tests)" >&2
+  echo "missing system prerequisites: please install ${need_apt[*]} (python >= 3.11, node >= 18, bubblewrap, libseccomp2, util-linux; chromium for the browser tests)" >&2
   exit 1
 fi

@@ -2,6 +2,7 @@
 bound the sandbox to it (bubblewrap sets its parent-death signal only after cloning the sandbox)."""
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import psutil
 import pytest
 
 from sandboxing import bwrap, seccomp
+from sandboxing.probe import run_sandbox
 from tests.helpers import poll
 from tests.processes import MARKER, MARKER_NAME, spawn, still_running, stop
 
@@ -39,28 +41,31 @@ def _slow_bwrap(tmp_path):
     return fake
 
 
-def _end(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _end(process: psutil.Process | None) -> None:
+    """Kills a chain's process left running by a failed test (known by its pid and start time, not its pid alone)."""
+    if process is not None and still_running([process], timeout=0):
+        process.kill()
+
+
+def _line(stream, timeout: float) -> str:
+    if not select.select([stream], [], [], timeout)[0]:
+        raise TimeoutError(f"no line in {timeout} s")
+    return stream.readline()
 
 
 def test_a_sandbox_whose_starter_dies_before_bubblewrap_is_bound_to_it_is_killed(tmp_path):
     starter = spawn([sys.executable, "-c", STARTER, str(_slow_bwrap(tmp_path)), MARKER_NAME, MARKER],
                     stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
-    chain_pid = None
+    chain = None
     try:
-        chain_pid = int(starter.stdout.readline())
-        chain = psutil.Process(chain_pid)
+        chain = psutil.Process(int(_line(starter.stdout, timeout=60)))
         assert chain.name() == "sleep"
         os.kill(starter.pid, signal.SIGKILL)
         starter.wait(timeout=10)
         assert still_running([chain], timeout=10) == []
     finally:
         stop(starter)
-        if chain_pid is not None:
-            _end(chain_pid)
+        _end(chain)
 
 
 def test_a_chain_started_by_another_process_than_its_maker_stops_before_bubblewrap(tmp_path):
@@ -69,10 +74,13 @@ def test_a_chain_started_by_another_process_than_its_maker_stops_before_bubblewr
     try:
         argv, chain_env = bwrap.limited([str(_slow_bwrap(tmp_path)), "program"], rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
         through_a_shell = ["/bin/sh", "-c", '"$@"; exit $?', "shell", *argv]  # the shell, not this process, is the parent
-        finished = subprocess.run(through_a_shell, env={"PATH": os.environ["PATH"], **chain_env}, pass_fds=(seccomp_fd,), timeout=30)
+        shell = spawn(through_a_shell, env={"PATH": os.environ["PATH"], **chain_env}, pass_fds=(seccomp_fd,))
     finally:
         os.close(seccomp_fd)
-    assert finished.returncode == bwrap.PARENT_GONE
+    try:
+        assert shell.wait(timeout=30) == bwrap.PARENT_GONE
+    finally:
+        stop(shell, signal.SIGKILL)
     assert not (tmp_path / "started").exists()
 
 
@@ -87,3 +95,13 @@ def test_a_chain_started_by_its_maker_runs_bubblewrap(tmp_path):
         poll(lambda: (tmp_path / "started").exists(), bool, timeout=30)
     finally:
         stop(chain, signal.SIGKILL)
+
+
+def test_the_chain_s_own_variables_do_not_reach_the_sandbox():
+    """bwrap's pid 1 keeps the environment bwrap was started with, and the program can read it (/proc/1/environ)."""
+    sandbox = bwrap.command("bwrap", program=[sys.executable, "-S", "-c", "print(open('/proc/1/environ').read())"],
+                            mounts=bwrap.python_mounts(), workdir="/", env={"PATH": "/usr/bin:/bin"})
+    finished = run_sandbox(sandbox, rlimits={}, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    variables = {entry.split("=", 1)[0] for entry in finished.stdout.strip().split("\0") if entry}
+    assert variables and not variables & {"SANDBOX_PARENT", "SANDBOX_CGROUP_PROCS", "PWD", "OLDPWD"}, variables
