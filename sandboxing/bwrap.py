@@ -15,8 +15,9 @@ parent before exec, or bwrap before its clone) left a whole sandbox running with
 signal first thing, and the shell then checks that the parent is still the one that started the chain (a parent dead
 before the signal was set is not signalled at all). A window is left inside bubblewrap: the sandbox's pid 1 sets its
 own signal (against the outer bwrap) only after its mounts, so a parent killed during them still leaves the sandbox
-running (containers/bubblewrap#633); a run cgroup's sweep (cgroups.remove_stale, at the next start of a worker or
-the edit service) is the backstop there. The shell also drops its own variables, which bwrap's pid 1 would keep in
+running (containers/bubblewrap#633); the edit service's runs end themselves once their outputs' reader is gone
+(edit_service/sandbox/outputs.py), and a run cgroup's sweep (cgroups.remove_stale, at the next start of a worker or
+the edit service) is the backstop for the others. The shell also drops its own variables, which bwrap's pid 1 would keep in
 its environment (readable by the program as /proc/1/environ).
 """
 

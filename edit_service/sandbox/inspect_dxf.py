@@ -18,7 +18,7 @@ import ezdxf
 from ezdxf import bbox, disassemble, recover
 from ezdxf.math import Vec3
 
-from outputs import send
+from outputs import end_with_the_reader, send
 
 APPID = "SCRIPTLIB"
 SNAPSHOT = "snapshot.json"
@@ -216,4 +216,5 @@ if __name__ == "__main__":
     logging.disable(logging.CRITICAL)
     arguments = sys.argv[1:]
     fd = int(arguments[arguments.index("--outputs-fd") + 1])
+    end_with_the_reader(fd)
     sys.exit(main(arguments[0], "--no-validate" not in arguments, fd))

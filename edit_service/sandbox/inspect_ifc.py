@@ -15,7 +15,7 @@ import sys
 import ifcopenshell
 import ifcopenshell.validate
 
-from outputs import send
+from outputs import end_with_the_reader, send
 from snapshot import snapshot
 
 SNAPSHOT = "snapshot.json"
@@ -40,4 +40,5 @@ if __name__ == "__main__":
     logging.disable(logging.CRITICAL)
     arguments = sys.argv[1:]
     fd = int(arguments[arguments.index("--outputs-fd") + 1])
+    end_with_the_reader(fd)
     sys.exit(main(arguments[0], "--no-validate" not in arguments, fd))

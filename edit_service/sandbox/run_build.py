@@ -11,7 +11,7 @@ import json
 import sys
 
 import callsites
-from outputs import send
+from outputs import end_with_the_reader, send
 
 OUT_MAP = "map.json"
 
@@ -41,4 +41,5 @@ def main(script_path: str, params_path: str, output_name: str, outputs_fd: int) 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
     fd = int(arguments[arguments.index("--outputs-fd") + 1])
+    end_with_the_reader(fd)
     sys.exit(main(arguments[0], arguments[1], arguments[2], fd))
