@@ -17,8 +17,8 @@ before the signal was set is not signalled at all). A window is left inside bubb
 own signal (against the outer bwrap) only after its mounts, so a parent killed during them still leaves the sandbox
 running (containers/bubblewrap#633); the edit service's runs end themselves once their outputs' reader is gone
 (edit_service/sandbox/outputs.py), and a run cgroup's sweep (cgroups.remove_stale, at the next start of a worker or
-the edit service) is the backstop for the others. The shell also drops its own variables, which bwrap's pid 1 would keep in
-its environment (readable by the program as /proc/1/environ).
+the edit service) is the backstop for the others. The shell also drops its own variables, which bwrap's pid 1 would
+keep in its environment (readable by the program as /proc/1/environ).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from sandboxing import bwrap, seccomp
+from sandboxing.limits import PROJECT_ROOT
 from sandboxing.probe import run_sandbox
 from tests.helpers import poll
 from tests.processes import MARKER, MARKER_NAME, spawn, still_running, stop
@@ -55,7 +56,7 @@ def _line(stream, timeout: float) -> str:
 
 def test_a_sandbox_whose_starter_dies_before_bubblewrap_is_bound_to_it_is_killed(tmp_path):
     starter = spawn([sys.executable, "-c", STARTER, str(_slow_bwrap(tmp_path)), MARKER_NAME, MARKER],
-                    stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                    stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     chain = None
     try:
         chain = psutil.Process(int(_line(starter.stdout, timeout=60)))
