@@ -9,6 +9,8 @@
   module preloads, fetched beside the entry instead of one after another, each once.
 - A model in the address that is still converting opens by itself once it is ready, with its new files.
 - No WebGL context is left for the garbage collector to destroy (that waited for the GPU after the first frame).
+- A model opened alone draws its first frame without its edges (their shader programs took most of that frame's
+  time) and shows them from the next frame on.
 """
 
 import pytest
@@ -184,3 +186,12 @@ def test_a_model_in_the_address_that_is_converting_opens_once_it_is_ready(page, 
     assert len(geometry_requests) == 2, geometry_requests
     assert page.evaluate(MARK_JS, f"viewer:model-loaded:{model_id}") is not None
     assert page.locator("#model-title").text_content() == "IfcOpenHouse_IFC4.ifc"
+
+
+def test_a_model_opened_alone_shows_its_edges_from_the_frame_after_its_first(page, web_stack, two_model_project):
+    large = two_model_project["large"]
+    page.goto(f"{web_stack.url}/#model={large}")
+    page.wait_for_function(marked("viewer:first-frame"), timeout=120_000)
+    page.wait_for_function("(id) => viewerApp.view3d.viewer.scene.models[id].edges === true", arg=large, timeout=30_000)
+    assert page.evaluate("(id) => viewerApp.view3d.viewer.scene.models[id].numEdgesLayerPortions", large) > 0
+    page.shot("edges")
