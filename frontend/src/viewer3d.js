@@ -174,9 +174,9 @@ export class ModelView {
   }
 
   // The camera on `aabb` from an isometric direction; the first frame drawn then is marked (viewer:first-frame).
-  // A model opened alone draws that frame without its edges and shows them from the next: the edges' shader programs,
-  // compiled while the frame is drawn (the browser waits for each), took its time from the model loaded to the frame
-  // drawn from ~250 to ~50 ms (AC20-FZK-Haus in SwiftShader; docs/benchmarks/2026-11-27-speed-goals.md).
+  // That frame is drawn without the models' edges, shown from the next: the edges' shader programs, compiled while
+  // the frame is drawn (the browser waits for each), took its time from the model loaded to the frame drawn from ~250
+  // to ~50 ms (AC20-FZK-Haus in SwiftShader; docs/benchmarks/2026-11-27-speed-goals.md).
   // The navigation cube, a WebGL context of its own, is made after that frame once the page is idle, i.e. after the
   // tree (built in the next animation frame, navigator.js): made beside the loading model, its GPU work (context,
   // shaders, texture) queued before the model's, whose shaders then compiled 2.5x slower (SwiftShader); made right
@@ -186,7 +186,8 @@ export class ModelView {
     this.viewer.cameraFlight.jumpTo({ aabb, fit: true });
     this.viewer.scene.once("rendered", () => {
       performance.mark("viewer:first-frame");
-      if (this.model && !this.federated) this.model.edges = true; // loaded without them (load)
+      // loaded without them (load, loadFederation); a project's models still loading take them as they are built
+      for (const model of this.federated ? this.federated.values() : [this.model]) if (model && !model.destroyed) model.edges = true;
       if (!this.navCube) requestAnimationFrame(() => requestIdleCallback(() => {
         this.navCube = this.navCube || new NavCubePlugin(this.viewer, { canvasId: this.navCubeCanvasId, visible: true });
       }));
@@ -208,7 +209,7 @@ export class ModelView {
       math.decomposeMat4(yUpMatrix(entry.matrix), position, quaternion, scale);
       const model = this.loader.load({
         id: entry.modelId, src: `/v1/models/${entry.modelId}/model.xkt`, metaModelSrc: `/v1/models/${entry.modelId}/metadata.json`,
-        edges: true, position: Array.from(position), quaternion: Array.from(quaternion), scale: Array.from(scale),
+        edges: false, position: Array.from(position), quaternion: Array.from(quaternion), scale: Array.from(scale), // on from the frame after the first (showLoaded)
       });
       models.set(entry.modelId, model);
       model.on("loaded", () => {

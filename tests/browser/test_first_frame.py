@@ -9,8 +9,8 @@
   module preloads, fetched beside the entry instead of one after another, each once.
 - A model in the address that is still converting opens by itself once it is ready, with its new files.
 - No WebGL context is left for the garbage collector to destroy (that waited for the GPU after the first frame).
-- A model opened alone draws its first frame without its edges (their shader programs took most of that frame's
-  time) and shows them from the next frame on.
+- The first frame is drawn without the models' edges (their shader programs took most of that frame's time); a
+  model opened alone, and a project's models, show them from the next frame on.
 """
 
 import pytest
@@ -75,6 +75,8 @@ def test_a_project_shows_its_first_model_before_the_second_is_loaded(page, web_s
     assert centres["look"] == pytest.approx(centres["both"], abs=1e-3)
     assert centres["both"] != pytest.approx(centres["first"], abs=0.1)
     page.locator("[data-testid=tree-containment] li span", has_text="STR").wait_for()
+    # both models show their edges: the second, loaded after the first frame, too
+    page.wait_for_function("(ids) => ids.every((id) => viewerApp.view3d.viewer.scene.models[id].edges === true)", arg=[small, large], timeout=30_000)
     page.shot("both-models")
 
 
