@@ -63,8 +63,11 @@ def record(session_id: str, event: str, data: dict) -> Frame:
     return Frame(seq, event, data)
 
 
+_record_in_thread = in_thread(record)
+
+
 async def apublish(session_id: str, event: str, data: dict) -> Frame:
-    frame = await in_thread(record)(session_id, event, data)
+    frame = await _record_in_thread(session_id, event, data)
     await get_channel_layer().group_send(group_name(session_id), frame.as_message())
     return frame
 

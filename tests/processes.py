@@ -8,6 +8,7 @@ it; the session fails when it had to kill any (see tests/conftest.py)."""
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import time
@@ -27,6 +28,14 @@ def spawn(args: list[str], **kwargs) -> subprocess.Popen:
     if env is not None:
         env = {**env, MARKER_NAME: MARKER}
     return subprocess.Popen(args, start_new_session=True, env=env, **kwargs)
+
+
+def read_line(stream, timeout: float) -> str:
+    """The next line of a child's output pipe; TimeoutError when none comes within `timeout` s (readline alone would
+    wait for ever on a child that hangs)."""
+    if not select.select([stream], [], [], timeout)[0]:
+        raise TimeoutError(f"no line in {timeout} s")
+    return stream.readline()
 
 
 def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 15) -> None:

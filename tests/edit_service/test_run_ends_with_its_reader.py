@@ -3,7 +3,6 @@ binds a sandbox to its starter only after setting it up (containers/bubblewrap#6
 that set-up left a build script running with no time limit."""
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import pytest
 from edit_service.engine.sandbox import CODE_MOUNT, SANDBOX_CODE_DIR
 from edit_service.sandbox.outputs import READER_GONE
 from sandboxing import bwrap, seccomp
-from tests.processes import spawn, still_running, stop
+from tests.processes import read_line, spawn, still_running, stop
 
 pytestmark = pytest.mark.heavy
 
@@ -42,17 +41,11 @@ def _start(outputs_write_end: int) -> subprocess.Popen:
         os.close(outputs_write_end)
 
 
-def _line(stream, timeout: float) -> str:
-    if not select.select([stream], [], [], timeout)[0]:
-        raise TimeoutError(f"no line in {timeout} s")
-    return stream.readline()
-
-
 def test_a_run_whose_reader_closes_ends_with_all_it_started():
     read_end, write_end = os.pipe()
     run = _start(write_end)
     try:
-        assert _line(run.stdout, timeout=60) == "running\n"
+        assert read_line(run.stdout, timeout=60) == "running\n"
         started = psutil.Process(run.pid).children(recursive=True)
         assert any(process.name() == "sleep" for process in started)
         os.close(read_end)

@@ -2,7 +2,6 @@
 bound the sandbox to it (bubblewrap sets its parent-death signal only after cloning the sandbox)."""
 
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from sandboxing import bwrap, seccomp
 from sandboxing.limits import PROJECT_ROOT
 from sandboxing.probe import run_sandbox
 from tests.helpers import poll
-from tests.processes import MARKER, MARKER_NAME, spawn, still_running, stop
+from tests.processes import MARKER, MARKER_NAME, read_line, spawn, still_running, stop
 
 pytestmark = pytest.mark.heavy
 
@@ -48,18 +47,12 @@ def _end(process: psutil.Process | None) -> None:
         process.kill()
 
 
-def _line(stream, timeout: float) -> str:
-    if not select.select([stream], [], [], timeout)[0]:
-        raise TimeoutError(f"no line in {timeout} s")
-    return stream.readline()
-
-
 def test_a_sandbox_whose_starter_dies_before_bubblewrap_is_bound_to_it_is_killed(tmp_path):
     starter = spawn([sys.executable, "-c", STARTER, str(_slow_bwrap(tmp_path)), MARKER_NAME, MARKER],
                     stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     chain = None
     try:
-        chain = psutil.Process(int(_line(starter.stdout, timeout=60)))
+        chain = psutil.Process(int(read_line(starter.stdout, timeout=60)))
         assert chain.name() == "sleep"
         os.kill(starter.pid, signal.SIGKILL)
         starter.wait(timeout=10)
@@ -106,3 +99,13 @@ def test_the_chain_s_own_variables_do_not_reach_the_sandbox():
     assert finished.returncode == 0, finished.stderr
     variables = {entry.split("=", 1)[0] for entry in finished.stdout.strip().split("\0") if entry}
     assert variables and not variables & {"SANDBOX_PARENT", "SANDBOX_CGROUP_PROCS", "PWD", "OLDPWD"}, variables
+
+
+def test_a_machine_without_setpriv_is_told_which_package_to_install(monkeypatch):
+    from sandboxing import probe
+
+    found = probe.shutil.which
+    monkeypatch.setattr(probe.shutil, "which", lambda name: None if name == "setpriv" else found(name))
+    assert probe.missing_tool("bwrap") == "'setpriv' not found; install the util-linux package"
+    monkeypatch.setattr(probe.shutil, "which", found)
+    assert probe.missing_tool("bwrap") is None
