@@ -17,9 +17,11 @@ import uuid
 import psutil
 
 MARKER_NAME = "TEST_SESSION_MARKER"
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # a pytest-xdist worker marks its own processes: its sweep at the end must not reach the other workers' ones
-    os.environ[MARKER_NAME] = f"{uuid.uuid4().hex}-{os.environ['PYTEST_XDIST_WORKER']}"
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER and not os.environ.get(MARKER_NAME, "").endswith(f"-{_WORKER}"):
+    # a pytest-xdist worker marks its own processes: its sweep at the end must not reach the other workers' ones (a
+    # process a worker starts that imports this module keeps the worker's marker)
+    os.environ[MARKER_NAME] = f"{uuid.uuid4().hex}-{_WORKER}"
 MARKER = os.environ.setdefault(MARKER_NAME, uuid.uuid4().hex)
 
 
@@ -28,6 +30,21 @@ def spawn(args: list[str], **kwargs) -> subprocess.Popen:
     if env is not None:
         env = {**env, MARKER_NAME: MARKER}
     return subprocess.Popen(args, start_new_session=True, env=env, **kwargs)
+
+
+def spawn_chain(sandbox: list[str], *, pass_fds: tuple[int, ...] = (), through=(), **kwargs) -> subprocess.Popen:
+    """Starts a sandbox command through the exec chain a worker uses (no limits, no cgroup), by this process or by
+    `through` (a prefix such as a shell, which is then the chain's parent); the seccomp program's descriptor is
+    closed here once the child has it."""
+    from sandboxing import bwrap, seccomp
+
+    seccomp_fd = seccomp.program_fd()
+    try:
+        argv, chain_env = bwrap.limited(sandbox, rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
+        return spawn([*through, *argv], env={"PATH": os.environ["PATH"], **chain_env},
+                     pass_fds=(*pass_fds, seccomp_fd), **kwargs)
+    finally:
+        os.close(seccomp_fd)
 
 
 def read_line(stream, timeout: float) -> str:

@@ -12,8 +12,8 @@ import pytest
 
 from edit_service.engine.sandbox import CODE_MOUNT, SANDBOX_CODE_DIR
 from edit_service.sandbox.outputs import READER_GONE
-from sandboxing import bwrap, seccomp
-from tests.processes import read_line, spawn, still_running, stop
+from sandboxing import bwrap
+from tests.processes import read_line, spawn_chain, still_running, stop
 
 pytestmark = pytest.mark.heavy
 
@@ -31,13 +31,9 @@ def _start(outputs_write_end: int) -> subprocess.Popen:
     sandbox = bwrap.command("bwrap", program=[sys.executable, "-c", RUN, str(outputs_write_end)],
                             mounts=[*bwrap.python_mounts(), *bwrap.ro_bind(SANDBOX_CODE_DIR, CODE_MOUNT)], workdir="/",
                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": CODE_MOUNT})
-    seccomp_fd = seccomp.program_fd()
     try:
-        argv, chain_env = bwrap.limited(sandbox, rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
-        return spawn(argv, stdout=subprocess.PIPE, text=True, pass_fds=(outputs_write_end, seccomp_fd),
-                     env={"PATH": os.environ["PATH"], **chain_env})
+        return spawn_chain(sandbox, pass_fds=(outputs_write_end,), stdout=subprocess.PIPE, text=True)
     finally:
-        os.close(seccomp_fd)
         os.close(outputs_write_end)
 
 

@@ -9,11 +9,11 @@ import sys
 import psutil
 import pytest
 
-from sandboxing import bwrap, seccomp
+from sandboxing import bwrap
 from sandboxing.limits import PROJECT_ROOT
 from sandboxing.probe import run_sandbox
 from tests.helpers import poll
-from tests.processes import MARKER, MARKER_NAME, read_line, spawn, still_running, stop
+from tests.processes import read_line, spawn, spawn_chain, still_running, stop
 
 pytestmark = pytest.mark.heavy
 
@@ -21,11 +21,9 @@ pytestmark = pytest.mark.heavy
 SLOW_BWRAP = '#!/bin/sh\ntouch "{started}"\nexec sleep 600\n'
 
 STARTER = """
-import os, shutil, subprocess, sys, time
-from sandboxing import bwrap, seccomp
-seccomp_fd = seccomp.program_fd()
-argv, chain_env = bwrap.limited([sys.argv[1], "program"], rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
-chain = subprocess.Popen(argv, env={"PATH": os.environ["PATH"], **chain_env, **{sys.argv[2]: sys.argv[3]}}, pass_fds=(seccomp_fd,))
+import os, shutil, sys, time
+from tests.processes import spawn_chain
+chain = spawn_chain([sys.argv[1], "program"])
 sleep = os.path.realpath(shutil.which("sleep"))
 while os.readlink(f"/proc/{chain.pid}/exe") != sleep:
     time.sleep(0.01)
@@ -48,7 +46,7 @@ def _end(process: psutil.Process | None) -> None:
 
 
 def test_a_sandbox_whose_starter_dies_before_bubblewrap_is_bound_to_it_is_killed(tmp_path):
-    starter = spawn([sys.executable, "-c", STARTER, str(_slow_bwrap(tmp_path)), MARKER_NAME, MARKER],
+    starter = spawn([sys.executable, "-c", STARTER, str(_slow_bwrap(tmp_path))],
                     stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)})
     chain = None
     try:
@@ -64,13 +62,8 @@ def test_a_sandbox_whose_starter_dies_before_bubblewrap_is_bound_to_it_is_killed
 
 def test_a_chain_started_by_another_process_than_its_maker_stops_before_bubblewrap(tmp_path):
     """What the chain sees when its starter died before setpriv bound it: a parent that is not the maker."""
-    seccomp_fd = seccomp.program_fd()
-    try:
-        argv, chain_env = bwrap.limited([str(_slow_bwrap(tmp_path)), "program"], rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
-        through_a_shell = ["/bin/sh", "-c", '"$@"; exit $?', "shell", *argv]  # the shell, not this process, is the parent
-        shell = spawn(through_a_shell, env={"PATH": os.environ["PATH"], **chain_env}, pass_fds=(seccomp_fd,))
-    finally:
-        os.close(seccomp_fd)
+    through_a_shell = ["/bin/sh", "-c", '"$@"; exit $?', "shell"]  # the shell, not this process, is the parent
+    shell = spawn_chain([str(_slow_bwrap(tmp_path)), "program"], through=through_a_shell)
     try:
         assert shell.wait(timeout=30) == bwrap.PARENT_GONE
     finally:
@@ -79,12 +72,7 @@ def test_a_chain_started_by_another_process_than_its_maker_stops_before_bubblewr
 
 
 def test_a_chain_started_by_its_maker_runs_bubblewrap(tmp_path):
-    seccomp_fd = seccomp.program_fd()
-    try:
-        argv, chain_env = bwrap.limited([str(_slow_bwrap(tmp_path)), "program"], rlimits={}, cgroup=None, seccomp_fd=seccomp_fd)
-        chain = spawn(argv, env={"PATH": os.environ["PATH"], **chain_env}, pass_fds=(seccomp_fd,))
-    finally:
-        os.close(seccomp_fd)
+    chain = spawn_chain([str(_slow_bwrap(tmp_path)), "program"])
     try:
         poll(lambda: (tmp_path / "started").exists(), bool, timeout=30)
     finally:
