@@ -74,8 +74,10 @@ $(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts
 # once), modules in the order tests/conftest.py gives them (the ones starting real processes first), not xdist's
 # (most tests first); the slowest tests are listed at the end (docs/testing.md). With VIEWER_PG_DSN, the storage
 # tests then run again on PostgreSQL. (Run alongside the SQLite run instead, they saved ~10 s of ~12.5 min and the
-# extra load made a browser test time out once: docs/benchmarks/2026-11-26-test-suite.md.)
-TEST_WORKERS ?= 2
+# extra load made a browser test time out once: docs/benchmarks/2026-11-26-test-suite.md.) Three workers on two cores:
+# the tests of real processes wait on them often enough that two left the machine ~14 % idle (pytest 644 s against
+# 719-752 s on 2026-11-28's machine).
+TEST_WORKERS ?= 3
 # pytest with PYTHONDONTWRITEBYTECODE unset (see `bytecode` below)
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 test: setup test-prerequisites $(OIDC_PROVIDER_STAMP) bytecode
