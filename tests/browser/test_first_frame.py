@@ -9,8 +9,9 @@
   module preloads, fetched beside the entry instead of one after another, each once.
 - A model in the address that is still converting opens by itself once it is ready, with its new files.
 - No WebGL context is left for the garbage collector to destroy (that waited for the GPU after the first frame).
-- The first frame is drawn without the models' edges (their shader programs took most of that frame's time); a
-  model opened alone, and a project's models, show them from the next frame on.
+- The first frame is drawn without the models' edges (their shader programs took most of that frame's time; their
+  state is read as the frame is marked); a model opened alone, and a project's models, show them from the next frame
+  on.
 """
 
 import pytest
@@ -25,6 +26,18 @@ MARK_JS = "(name) => { const mark = performance.getEntriesByName(name)[0]; retur
 
 def marked(name: str) -> str:
     return f"performance.getEntriesByName('{name}').length > 0"
+
+
+# the models' edges as they were when the first frame was marked (in that frame's "rendered" handler, before it turns
+# them on): {model id: edges}
+EDGES_AT_FIRST_FRAME_JS = """
+const mark = performance.mark.bind(performance);
+performance.mark = (name, ...rest) => {
+  if (name === "viewer:first-frame") window.edgesAtFirstFrame = Object.fromEntries(
+    Object.entries(viewerApp.view3d.viewer.scene.models).map(([id, model]) => [id, model.edges]));
+  return mark(name, ...rest);
+};
+"""
 
 
 @pytest.fixture(scope="module")
@@ -47,10 +60,13 @@ def test_a_project_shows_its_first_model_before_the_second_is_loaded(page, web_s
     small, large = two_model_project["small"], two_model_project["large"]
     held = []
     page.route(f"**/v1/models/{large}/metadata.json", lambda route: held.append(route))  # answered once the first frame is there
+    page.add_init_script(EDGES_AT_FIRST_FRAME_JS)
     page.goto(f"{web_stack.url}/#project={two_model_project['projectId']}")
     page.wait_for_function(f"{marked('viewer:first-frame')} && {marked(f'viewer:model-loaded:{small}')}", timeout=120_000)
     assert len(held) == 1, "the second model's files were asked for"
     assert page.evaluate(MARK_JS, f"viewer:model-loaded:{large}") is None
+    edges_at_first_frame = page.evaluate("window.edgesAtFirstFrame")
+    assert edges_at_first_frame[small] is False and not any(edges_at_first_frame.values()), edges_at_first_frame
     # the first model is on screen, framed: its centre projects into the canvas
     assert page.evaluate("""(id) => {
       const viewer = viewerApp.view3d.viewer, aabb = viewer.scene.models[id].aabb;
@@ -192,8 +208,10 @@ def test_a_model_in_the_address_that_is_converting_opens_once_it_is_ready(page, 
 
 def test_a_model_opened_alone_shows_its_edges_from_the_frame_after_its_first(page, web_stack, two_model_project):
     large = two_model_project["large"]
+    page.add_init_script(EDGES_AT_FIRST_FRAME_JS)
     page.goto(f"{web_stack.url}/#model={large}")
     page.wait_for_function(marked("viewer:first-frame"), timeout=120_000)
+    assert page.evaluate("window.edgesAtFirstFrame") == {large: False}
     page.wait_for_function("(id) => viewerApp.view3d.viewer.scene.models[id].edges === true", arg=large, timeout=30_000)
     assert page.evaluate("(id) => viewerApp.view3d.viewer.scene.models[id].numEdgesLayerPortions", large) > 0
     page.shot("edges")
