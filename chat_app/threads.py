@@ -20,18 +20,24 @@ _cared = threading.local()
 
 
 def in_thread(function):
-    """A blocking call run off the event loop, on a thread of the loop's pool. Those threads outlive every request, so
-    the calls get the care Django gives a request's database connection, at most every CONNECTION_CARE_SECONDS per
-    thread: the thread's connection is dropped before a call when it is past CONN_MAX_AGE or broken (a database
-    restart: a failed query marks it), and CONN_HEALTH_CHECKS checks it before its next reuse. Without it a pool
-    thread kept its first connection for ever, a dead one included."""
+    """A blocking call run off the event loop, on a thread of the loop's pool, with its connection cared for
+    (with_connection_care)."""
+    return sync_to_async(with_connection_care(function), thread_sensitive=False)
+
+
+def with_connection_care(function):
+    """The call as a pool thread makes it. Those threads outlive every request, so the calls get the care Django gives
+    a request's database connection, at most every CONNECTION_CARE_SECONDS per thread: the thread's connection is
+    dropped before a call when it is past CONN_MAX_AGE or broken (a database restart: a failed query marks it), and
+    CONN_HEALTH_CHECKS checks it before its next reuse. Without it a pool thread kept its first connection for ever,
+    a dead one included."""
 
     @wraps(function)
-    def with_connection_care(*args, **kwargs):
+    def cared_for(*args, **kwargs):
         now = time.monotonic()
         if now - getattr(_cared, "at", float("-inf")) >= CONNECTION_CARE_SECONDS:
             close_old_connections()
             _cared.at = now
         return function(*args, **kwargs)
 
-    return sync_to_async(with_connection_care, thread_sensitive=False)
+    return cared_for

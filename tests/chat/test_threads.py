@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from chat_app import lifecycle, threads
-from chat_app.threads import in_thread
+from chat_app.threads import with_connection_care
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,8 +22,8 @@ def current_connection():
 
 
 def call_on_this_thread(function):
-    """The call in_thread makes on its pool thread, made here (SyncToAsync keeps the function it wraps)."""
-    return in_thread(function).func()
+    """The call in_thread makes on its pool thread, made here (the test database's connection is this thread's)."""
+    return with_connection_care(function)()
 
 
 @pytest.fixture
