@@ -10,6 +10,7 @@ exited")."""
 import socket
 import sys
 
+import httptools
 import pytest
 
 from tests.e2e.stack import ROOT, free_port
@@ -43,33 +44,43 @@ def request(method: str, path: str, body: bytes = b"") -> bytes:
     return f"{method} {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
 
 
-def read_answers(connection: socket.socket, count: int) -> list[bytes]:
-    """The bodies of the next `count` answers (each with a Content-Length) on the connection. (http.client's reader
-    closes its file after each answer's body: no second answer from the same connection.)"""
-    data, bodies = b"", []
-    while len(bodies) < count:
-        head_end = data.find(b"\r\n\r\n")
-        if head_end >= 0:
-            length = next(int(line.split(b":")[1]) for line in data[:head_end].split(b"\r\n") if line.lower().startswith(b"content-length:"))
-            if len(data) >= head_end + 4 + length:
-                bodies.append(data[head_end + 4:head_end + 4 + length])
-                data = data[head_end + 4 + length:]
-                continue
-        chunk = connection.recv(65536)
-        assert chunk, f"the connection closed after {len(bodies)} answers"
-        data += chunk
-    return bodies
+class Answers:
+    """The bodies of the answers on one connection, read with httptools' parser (the server's own). (http.client's
+    reader closes its file after each answer's body: no second answer from the same connection.)"""
+
+    def __init__(self, connection: socket.socket):
+        self.connection = connection
+        self.parser = httptools.HttpResponseParser(self)
+        self.bodies: list[bytes] = []
+        self.body = b""
+
+    def on_body(self, body: bytes) -> None:
+        self.body += body
+
+    def on_message_complete(self) -> None:
+        self.bodies.append(self.body)
+        self.body = b""
+
+    def next(self, count: int) -> list[bytes]:
+        """The next `count` answers' bodies."""
+        while len(self.bodies) < count:
+            chunk = self.connection.recv(65536)
+            assert chunk, f"the connection closed after {len(self.bodies)} answers"
+            self.parser.feed_data(chunk)
+        taken, self.bodies = self.bodies[:count], self.bodies[count:]
+        return taken
 
 
 def test_the_next_request_on_a_kept_alive_connection_starts_without_the_last_ones_variables(server):
     with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
+        answers = Answers(connection)
         connection.sendall(request("POST", "/set", LARGE_BODY))
-        assert read_answers(connection, 1) == [b"set by an earlier request"]
+        assert answers.next(1) == [b"set by an earlier request"]
         connection.sendall(request("GET", "/get"))
-        assert read_answers(connection, 1) == [b"unset"]
+        assert answers.next(1) == [b"unset"]
 
 
 def test_a_pipelined_request_starts_without_the_variables_of_the_one_before(server):
     with socket.create_connection(("127.0.0.1", server), timeout=30) as connection:
         connection.sendall(request("POST", "/set", LARGE_BODY) + request("GET", "/get"))
-        assert read_answers(connection, 2) == [b"set by an earlier request", b"unset"]
+        assert Answers(connection).next(2) == [b"set by an earlier request", b"unset"]
