@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -26,6 +27,9 @@ from pathlib import Path
 from sandboxing.capped_main import capped_main
 
 MEMORY_EXIT_CODE = 3
+# the exit code of a run that ended because nobody reads its progress any more: the worker that started it died (as
+# the edit service's sandboxed runs, edit_service/sandbox/outputs.py)
+READER_GONE = 99
 HEARTBEAT_SECONDS = 0.2
 
 
@@ -40,8 +44,14 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._beat, daemon=True)
 
     def _beat(self) -> None:
+        """Ends the process when a beat finds the progress pipe without a reader: bubblewrap binds a sandbox to its
+        starter only once it is set up (containers/bubblewrap#633), so a worker killed in that moment left the run
+        going, and a broken pipe raised in this thread would have ended the thread, not the run."""
         while not self._stop.wait(HEARTBEAT_SECONDS):
-            report(self.phase, self.percent)
+            try:
+                report(self.phase, self.percent)
+            except BrokenPipeError:
+                os._exit(READER_GONE)
 
     def __enter__(self) -> "Heartbeat":
         report(self.phase, self.percent)  # at once: the parent hears from the process before any heavy import
