@@ -36,7 +36,7 @@ test-prerequisites: prerequisites
 $(PIP_STAMP): requirements.txt requirements.lock | prerequisites
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt -c requirements.lock
-	@$(PY) -m compileall -q -j 0 $(VENV)/lib > /dev/null
+	@$(PY) -m compileall -q -j 0 $(VENV)/lib
 	@touch $@
 
 $(NPM_STAMP): converter/package.json converter/package-lock.json | prerequisites
@@ -74,10 +74,10 @@ $(OIDC_PROVIDER_STAMP): tests/accounts/oidc_provider/package.json tests/accounts
 # once), modules in the order tests/conftest.py gives them (the ones starting real processes first), not xdist's
 # (most tests first); the slowest tests are listed at the end (docs/testing.md). With VIEWER_PG_DSN, the storage
 # tests then run again on PostgreSQL. (Run alongside the SQLite run instead, they saved ~10 s of ~12.5 min and the
-# extra load made a browser test time out once: docs/benchmarks/2026-11-26-test-suite.md.) Three workers on two cores:
-# the tests of real processes wait on them often enough that two left the machine ~14 % idle (pytest 644 s against
-# 719-752 s on 2026-11-28's machine).
-TEST_WORKERS ?= 3
+# extra load made a browser test time out once: docs/benchmarks/2026-11-26-test-suite.md.) One worker more than the
+# machine has cores: the tests of real processes wait on them often enough that as many workers as cores left the
+# machine ~14 % idle (2 cores: pytest 644 s on 3 workers against 719-752 s on 2, on 2026-11-28's machine).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # pytest with PYTHONDONTWRITEBYTECODE unset (see `bytecode` below)
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 test: setup test-prerequisites $(OIDC_PROVIDER_STAMP) bytecode
@@ -93,7 +93,7 @@ test: setup test-prerequisites $(OIDC_PROVIDER_STAMP) bytecode
 # per gateway start). The test runs also unset it, so that pytest keeps the test modules it rewrote (~7 s of processor
 # time per worker's collection from the second run on). docs/testing.md
 bytecode: $(PIP_STAMP)
-	@$(PY) -m compileall -q -j 0 -x /node_modules/ manage.py $(dir $(wildcard */__init__.py)) > /dev/null
+	@$(PY) -m compileall -q -j 0 -x /node_modules/ manage.py $(dir $(wildcard */__init__.py))
 
 # -m "not e2e and not heavy" leaves out every test that starts the real processes (tests/e2e, tests/browser and the
 # e2e-marked modules elsewhere) and the heavy in-process ones (samples through whole engines, real sandboxes,

@@ -20,7 +20,8 @@ MARKER_NAME = "TEST_SESSION_MARKER"
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 if _WORKER and not os.environ.get(MARKER_NAME, "").endswith(f"-{_WORKER}"):
     # a pytest-xdist worker marks its own processes: its sweep at the end must not reach the other workers' ones (a
-    # process a worker starts that imports this module keeps the worker's marker)
+    # process a worker starts that imports this module keeps the worker's marker; a pytest-xdist run started by a test
+    # would share its workers' names with the outer ones, and so their markers: no test starts one)
     os.environ[MARKER_NAME] = f"{uuid.uuid4().hex}-{_WORKER}"
 MARKER = os.environ.setdefault(MARKER_NAME, uuid.uuid4().hex)
 

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from chat_app import lifecycle, threads
-from chat_app.threads import with_connection_care
+from chat_app.threads import in_thread, with_connection_care
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,6 +59,14 @@ def test_the_connection_is_looked_at_once_in_the_interval(monkeypatch):
     before = current_connection()
     connection.close_at = 0
     assert call_on_this_thread(current_connection) is before  # not again within the hour
+
+
+def test_in_thread_gives_its_calls_the_care_on_a_pool_thread(monkeypatch, care_each_call):
+    cared_on = []
+    monkeypatch.setattr(threads, "close_old_connections", lambda: cared_on.append(threading.get_ident()))
+    ran_on = asyncio.run(in_thread(threading.get_ident)())
+    assert ran_on != threading.get_ident()
+    assert cared_on == [ran_on]
 
 
 def test_a_drain_woken_from_a_request_thread_starts_in_a_context_of_its_own(monkeypatch):

@@ -1,6 +1,7 @@
 """A clash run ends once nobody reads its progress: the worker that started it died (bubblewrap binds a sandbox to
-its starter only once it is set up, containers/bubblewrap#633). The run's heartbeat finds the broken pipe within
-HEARTBEAT_SECONDS while the engine is busy."""
+its starter only once it is set up, containers/bubblewrap#633). The run's heartbeat finds the broken pipe at its
+next beat while the engine is busy (here a sleep, which gives up the interpreter lock as the engine's native calls do
+once they return)."""
 
 import os
 import subprocess
@@ -14,7 +15,7 @@ BUSY_RUN = """
 import time
 from coordination_app.run_child import Heartbeat
 with Heartbeat("clashing"):
-    time.sleep(600)  # the engine, deep in one pair
+    time.sleep(600)  # stands for the engine, deep in one pair
 """
 
 
