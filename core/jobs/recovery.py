@@ -35,7 +35,12 @@ def recover(kind: JobKind | str) -> list[str]:
         job_state, worker = getattr(job, state), getattr(job, worker_field)
         if job_state == kind.running and process_alive(worker, job.heartbeat_at, kind.stale_heartbeat_seconds):
             continue
-        if job_state == kind.queued and (kind.turns or tuple(kind.args_of(job)) in waiting):
+        if job_state == kind.queued:
+            if not kind.turns and tuple(kind.args_of(job)) not in waiting:
+                # its task lost, or taken by a worker that is about to claim the job: given a task again, nothing
+                # else (a task too many finds the job claimed); its folders may be that worker's run starting
+                enqueue(kind, *kind.args_of(job))
+                recovered.append(kind.name_of(job))
             continue
         with transaction.atomic():
             still = kind.model.objects.filter(pk=job.pk, **{state: job_state, worker_field: worker})

@@ -11,6 +11,7 @@ import time
 
 import psutil
 import pytest
+from django_tasks_db.compat import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from checks_app.models import Check
@@ -108,6 +109,21 @@ def test_a_running_job_of_a_live_worker_is_left_alone_and_its_lost_task_is_not_d
     assert jobs.claim(kind, IfcModel.objects.filter(pk=model.id)) is not None
     assert jobs.recover(kind) == []  # this process runs it
     assert IfcModel.objects.get(pk=model.id).job == "running"
+
+
+def test_a_queued_job_whose_task_a_worker_has_taken_keeps_the_folder_of_its_starting_run():
+    """Between a worker taking a job's task and claiming the job, the job is queued with no task waiting, as when its
+    task was lost: a recovery pass then also removed the job's leftovers, the run's new folder among them, and the
+    conversion failed (its model.ifc not found; seen in a CI run on three test workers)."""
+    model = queued_model()
+    kind = jobs.kind_named("conversion")
+    DBTaskResult.objects.update(status=TaskResultStatus.RUNNING)  # taken: no longer waiting
+    starting = model_dir(model.id) / ".convert-0123abcd"
+    starting.mkdir()
+    assert jobs.recover(kind) == [model.id]  # given a task again: one too many finds the job claimed
+    assert starting.is_dir()
+    assert IfcModel.objects.get(pk=model.id).job == "queued"
+    assert jobs.claim(kind, IfcModel.objects.filter(pk=model.id)) is not None
 
 
 def test_the_progress_writer_trims_the_phase_clamps_the_percent_and_always_writes_done(monkeypatch):
