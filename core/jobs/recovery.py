@@ -30,7 +30,7 @@ def recover(kind: JobKind | str) -> list[str]:
     rows = kind.model.objects.all()
     rows = kind.recoverable(rows) if kind.recoverable else rows.filter(**{f"{state}__in": (kind.queued, kind.running)})
     waiting = {tuple(args) for args in waiting_args(kind)}
-    recovered = []
+    recovered, given_a_task = [], []
     for job in rows:
         job_state, worker = getattr(job, state), getattr(job, worker_field)
         if job_state == kind.running and process_alive(worker, job.heartbeat_at, kind.stale_heartbeat_seconds):
@@ -40,7 +40,7 @@ def recover(kind: JobKind | str) -> list[str]:
                 # its task lost, or taken by a worker that is about to claim the job: given a task again, nothing
                 # else (a task too many finds the job claimed); its folders may be that worker's run starting
                 enqueue(kind, *kind.args_of(job))
-                recovered.append(kind.name_of(job))
+                given_a_task.append(kind.name_of(job))
             continue
         with transaction.atomic():
             still = kind.model.objects.filter(pk=job.pk, **{state: job_state, worker_field: worker})
@@ -58,10 +58,12 @@ def recover(kind: JobKind | str) -> list[str]:
         recovered.append(kind.name_of(job))
         _remove_leftovers(kind, job)
     if kind.turns:
-        recovered += _add_missing_turns(kind)
+        given_a_task += _add_missing_turns(kind)
     for name in recovered:
         logger.warning("re-queued interrupted %s %s", kind.name, name)
-    return recovered
+    for name in given_a_task:
+        logger.info("gave queued %s %s a task again: none was waiting (lost, or taken by a worker about to claim it)", kind.name, name)
+    return recovered + given_a_task
 
 
 def _add_missing_turns(kind: JobKind) -> list[str]:
